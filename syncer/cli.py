@@ -1,0 +1,203 @@
+"""Command line: ``syncer diff``, ``syncer sync``, ``syncer run``. The only place that builds
+real clients (Kubernetes, git, forge, HTTP); everything else receives them.
+
+Every flag has an environment twin ``SYNCER_<FLAG>`` (``--forge-url`` -> ``SYNCER_FORGE_URL``);
+repeatable flags take a comma-separated list there. Exit codes: ``diff`` 0 in sync, 1 drift,
+2 error; ``sync``/``run`` 0 done, 2 error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from syncer.errors import ConfigError, SyncerError
+from syncer.gitrepo import Identity, Workspace, origin_url, repo_root
+from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
+from syncer.manifests import default_installation
+from syncer.redact import redact_text
+from syncer.report import render_json, render_text
+from syncer.sync import Mode, Outcome, dry_run, load_installation, sync_commit, sync_pr
+
+EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
+
+
+class _EnvDefaults(argparse.ArgumentParser):
+    """An ArgumentParser whose options default to their ``SYNCER_*`` environment twin."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        action = super().add_argument(*args, **kwargs)
+        long = next((a for a in args if a.startswith("--")), None)
+        if long is None:
+            return action
+        env = "SYNCER_" + long[2:].upper().replace("-", "_")
+        if env in os.environ and env != "SYNCER_FORGE_TOKEN":
+            raw = os.environ[env]
+            if kwargs.get("action") == "append":
+                action.default = [v for v in raw.split(",") if v]
+            elif kwargs.get("action") == "store_true":
+                action.default = raw.lower() in ("1", "true", "yes", "on")
+            else:
+                action.default = raw
+        action.help = (action.help or "") + f" [env {env}]"
+        return action
+
+
+def _source_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("installation", nargs="?", default=os.environ.get("SYNCER_INSTALLATION"),
+                   help="directory under hosts/ (default: the only one) [env SYNCER_INSTALLATION]")
+    p.add_argument("--repo", help="git repository holding hosts/ (default: the one containing the current directory)")
+    p.add_argument("--live-file", action="append", default=[], metavar="FILE",
+                   help="read live objects from a snapshot (kubectl get -o yaml) instead of the API; repeatable")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="output format")
+
+
+def _sync_flags(p: argparse.ArgumentParser) -> None:
+    _source_flags(p)
+    p.add_argument("--mode", choices=[m.value for m in Mode], default="pr", help="how to write back")
+    p.add_argument("--forge", choices=["github", "gitea", "gitlab", "none"], default="none",
+                   help="forge API for pull requests (none: push the branch and print the PR text)")
+    p.add_argument("--forge-url", help="forge base URL (GitHub Enterprise: https://HOST/api/v3)")
+    p.add_argument("--forge-repo", metavar="OWNER/NAME", help="repository on the forge")
+    p.add_argument("--token-file", help="file holding the forge token (or env SYNCER_FORGE_TOKEN)")
+    p.add_argument("--remote", help="git URL to clone from and push to (default: the repo's origin)")
+    p.add_argument("--base-branch", default="main", help="branch that holds the manifests")
+    p.add_argument("--clone-dir", help="where syncer keeps its own clone (default: a temporary directory)")
+    p.add_argument("--notify-url", action="append", default=[], metavar="URL",
+                   help="webhook for PR and outage events (generic JSON; Slack URLs get Slack text); repeatable")
+    p.add_argument("--author-name", default="syncer", help="commit author name")
+    p.add_argument("--author-email", default="syncer@users.noreply.local",
+                   help="commit author email; commits by anyone else on syncer's branch mark it as taken over")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _EnvDefaults(prog="syncer", description="Copy live Kubernetes values back into git.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
+    _source_flags(sub.add_parser("diff", help="show what differs between git and the cluster"))
+    _sync_flags(sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run"))
+    return parser
+
+
+def _live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
+    if args.live_file:
+        return SnapshotSource([Path(f) for f in args.live_file], namespace)
+    return KubeSource(kube_api_client(args.kubeconfig, args.context))
+
+
+def _reproduce(args: argparse.Namespace, installation: str) -> str:
+    parts = ["syncer", "diff", installation]
+    for f in args.live_file:
+        parts += ["--live-file", f]
+    if args.context:
+        parts += ["--context", args.context]
+    return shlex.join(parts)
+
+
+def _token(args: argparse.Namespace) -> str:
+    if args.token_file:
+        try:
+            token = Path(args.token_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"--token-file {args.token_file}: {exc.strerror}") from exc
+    else:
+        token = os.environ.get("SYNCER_FORGE_TOKEN", "").strip()
+    if not token:
+        raise ConfigError("a forge token is needed: --token-file FILE or env SYNCER_FORGE_TOKEN")
+    return token
+
+
+def _forge(args: argparse.Namespace) -> Any:
+    if args.forge == "none" or args.mode != Mode.PR.value:
+        return None
+    if not args.forge_repo:
+        raise ConfigError(f"--forge {args.forge} needs --forge-repo OWNER/NAME")
+    from syncer.forges import make_forge
+
+    return make_forge(args.forge, args.forge_url or "", args.forge_repo, _token(args))
+
+
+def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: Any) -> None:
+    diffs = "".join(c.unified_diff() for c in out.changes)
+    if args.output == "json":
+        doc = render_json(out.result)
+        stdout.write(doc)
+        return
+    stdout.write(render_text(out.result, diffs, color=stdout.isatty()))
+    if out.title and (args.mode == Mode.DRY_RUN.value or (args.mode == Mode.PR.value and args.forge == "none")):
+        stdout.write(f"\n--- pull request ---\ntitle: {out.title}\nlabels: {', '.join(out.labels)}\n\n{out.body}")
+    for msg in out.messages:
+        stdout.write(f"syncer: {msg}\n")
+    if out.pr is not None:
+        stdout.write(f"syncer: pull request {out.pr.outcome.value}: {out.pr.message}\n")
+
+
+def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
+    repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
+    installation = args.installation or default_installation(repo)
+    loaded = load_installation(repo, installation)
+    out = dry_run(repo, installation, _live_source(args, loaded.config.namespace), now, _reproduce(args, installation))
+    if args.output == "json":
+        stdout.write(render_json(out.result))
+    else:
+        diffs = "".join(c.unified_diff() for c in out.changes)
+        stdout.write(render_text(out.result, diffs, color=stdout.isatty()))
+    if out.result.errors:
+        return EXIT_ERROR
+    return EXIT_OK if out.result.in_sync else EXIT_DRIFT
+
+
+def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
+    repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
+    installation = args.installation or default_installation(repo)
+    loaded = load_installation(repo, installation)
+    source = _live_source(args, loaded.config.namespace)
+    reproduce = _reproduce(args, installation)
+    mode = Mode(args.mode)
+    if mode is Mode.DRY_RUN:
+        out = dry_run(repo, installation, source, now, reproduce)
+        _print_outcome(out, args, stdout)
+        return EXIT_ERROR if out.result.errors else EXIT_OK
+    forge = _forge(args)
+    remote = args.remote or origin_url(repo) or str(repo)
+    identity = Identity(args.author_name, args.author_email)
+    with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
+        dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
+        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity)
+        if mode is Mode.COMMIT:
+            out = sync_commit(ws, installation, source, now)
+        else:
+            out = sync_pr(ws, installation, source, now, reproduce, forge)
+    _print_outcome(out, args, stdout)
+    return EXIT_ERROR if out.result.errors else EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, datetime, Any], int]] = {"diff": cmd_diff, "sync": cmd_sync}
+
+
+def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdout: Any = None,
+         stderr: Any = None) -> int:
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
+    try:
+        return COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
+    except SyncerError as exc:
+        stderr.write(f"syncer: error: {redact_text(exc.message, secrets)}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        stderr.write("syncer: interrupted\n")
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,178 @@
+"""``hosts/<installation>/syncer.yaml``: what to track and how, parsed strictly.
+
+Unknown keys, wrong types and bad durations are ConfigErrors naming the file and the
+field: a typo must never silently change what syncer writes to git.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from syncer.errors import ConfigError
+from syncer.model import Track
+
+CONFIG_NAME = "syncer.yaml"
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys"}
+_CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
+_IGNORE_KEYS = {"kind", "name", "namespace", "pointers"}
+#: Kinds never written back, whatever the config says.
+NEVER_WRITTEN = frozenset({"Secret"})
+
+
+def parse_duration(text: str, where: str) -> float:
+    """``"10m"`` -> 600.0 seconds; also ``1h30m``, ``45s``, ``0``."""
+    text = str(text).strip()
+    if text == "0":
+        return 0.0
+    m = _DURATION.match(text)
+    if not text or not m or not any(m.groups()):
+        raise ConfigError(f"{where}: bad duration {text!r} (use e.g. 30s, 10m, 1h30m)")
+    h, mi, s = (int(g) if g else 0 for g in m.groups())
+    return float(h * 3600 + mi * 60 + s)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Endpoints ``endpoints`` may legitimately point at the addresses in ConfigMap ``configMap``[``key``]."""
+
+    endpoints: str
+    config_map: str
+    key: str
+    namespace: str
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    kind: str
+    name: str | None
+    namespace: str | None
+    pointers: tuple[str, ...]
+
+    def matches(self, kind: str, namespace: str, name: str) -> bool:
+        return (
+            self.kind in (kind, "*")
+            and (self.name is None or self.name == name)
+            and (self.namespace is None or self.namespace == namespace)
+        )
+
+
+@dataclass(frozen=True)
+class Config:
+    installation: str
+    namespace: str = "default"
+    track: dict[str, Track] = field(default_factory=dict)
+    stable_for: float = 600.0
+    candidates: tuple[Candidates, ...] = ()
+    ignore: tuple[IgnoreRule, ...] = ()
+    secret_keys: tuple[str, ...] = ()  # extra key-name patterns redacted in PR text
+    source: str = ""
+
+    def track_for(self, kind: str) -> Track:
+        if kind in NEVER_WRITTEN:
+            return Track.REPORT
+        return self.track.get(kind, Track.REPORT)
+
+    def ignored_pointers(self, kind: str, namespace: str, name: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for rule in self.ignore:
+            if rule.matches(kind, namespace, name):
+                out.extend(rule.pointers)
+        return tuple(out)
+
+    def candidates_for(self, namespace: str, endpoints: str) -> Candidates | None:
+        for c in self.candidates:
+            if c.endpoints == endpoints and c.namespace == namespace:
+                return c
+        return None
+
+
+def _expect(value: Any, typ: type | tuple[type, ...], where: str, what: str) -> Any:
+    if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
+        raise ConfigError(f"{where}: expected {what}, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _unknown(keys: Any, allowed: set[str], where: str) -> None:
+    extra = sorted(str(k) for k in keys if k not in allowed)
+    if extra:
+        raise ConfigError(f"{where}: unknown key {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+
+def parse_config(text: str, source: str, default_installation: str) -> Config:
+    """Parse the text of a syncer.yaml; ``source`` names it in errors."""
+    try:
+        raw = YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}{at}: malformed YAML: {getattr(exc, 'problem', exc)}") from exc
+    if raw is None:
+        raw = {}
+    _expect(raw, dict, source, "a mapping")
+    _unknown(raw, _TOP_KEYS, source)
+    installation = str(_expect(raw.get("installation", default_installation), str, f"{source}: installation", "a string"))
+    if installation != default_installation:
+        raise ConfigError(
+            f"{source}: installation {installation!r} does not match its directory hosts/{default_installation}/"
+        )
+    namespace = _expect(raw.get("namespace", "default"), str, f"{source}: namespace", "a string")
+
+    track: dict[str, Track] = {}
+    for kind, mode in _expect(raw.get("track") or {}, dict, f"{source}: track", "a mapping of kind to mode").items():
+        try:
+            track[str(kind)] = Track(str(mode))
+        except ValueError:
+            raise ConfigError(
+                f"{source}: track.{kind}: unknown mode {mode!r} (use writeback, stable, report or ignore)"
+            ) from None
+
+    stable_for = parse_duration(raw.get("stableFor", "10m"), f"{source}: stableFor")
+
+    candidates: list[Candidates] = []
+    for i, item in enumerate(_expect(raw.get("candidates") or [], list, f"{source}: candidates", "a list")):
+        where = f"{source}: candidates[{i}]"
+        _expect(item, dict, where, "a mapping")
+        _unknown(item, _CANDIDATE_KEYS, where)
+        for k in ("endpoints", "configMap", "key"):
+            if k not in item:
+                raise ConfigError(f"{where}: missing {k!r}")
+            _expect(item[k], str, f"{where}.{k}", "a string")
+        candidates.append(
+            Candidates(item["endpoints"], item["configMap"], item["key"], str(item.get("namespace", namespace)))
+        )
+
+    ignore: list[IgnoreRule] = []
+    for i, item in enumerate(_expect(raw.get("ignore") or [], list, f"{source}: ignore", "a list")):
+        where = f"{source}: ignore[{i}]"
+        _expect(item, dict, where, "a mapping")
+        _unknown(item, _IGNORE_KEYS, where)
+        if "kind" not in item:
+            raise ConfigError(f"{where}: missing 'kind'")
+        pointers = _expect(item.get("pointers") or [], list, f"{where}.pointers", "a list of JSON pointers")
+        for p in pointers:
+            if not isinstance(p, str) or not p.startswith("/"):
+                raise ConfigError(f"{where}.pointers: {p!r} is not a JSON pointer (must start with '/')")
+        ignore.append(IgnoreRule(str(item["kind"]), item.get("name"), item.get("namespace"), tuple(pointers)))
+
+    secret_keys = tuple(str(s) for s in _expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list"))
+    return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source)
+
+
+def load_config(host_dir: Path, installation: str, display: str) -> Config:
+    """Read ``<host_dir>/syncer.yaml``; a missing file means all defaults (everything reported)."""
+    path = host_dir / CONFIG_NAME
+    if not path.exists():
+        return Config(installation=installation, source=display)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{display}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    return parse_config(text, display, installation)

@@ -1,0 +1,152 @@
+"""Detection, as one straight pipeline: manifests + live objects -> ``Result``. No writes.
+
+The CLI and the sidecar both call ``detect``; write-back is a separate step fed by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+from syncer import classify
+from syncer.config import Config
+from syncer.diff import FieldDiff, compare
+from syncer.errors import ClusterError, ConfigError
+from syncer.manifests import GitObject, Manifests
+from syncer.live import LiveSource
+from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result, Track
+from syncer.normalize import get_path, last_applied, normalize, MISSING
+from syncer.values import describe_change
+
+
+class BaseStore(Protocol):
+    """syncer's own record of the last state where git and the cluster agreed."""
+
+    def base(self, ref: ObjectRef) -> dict[str, Any] | None: ...
+
+
+def _secret_mask(value: Any) -> Any:
+    if value is None:
+        return None
+    digest = hashlib.sha256(repr(value).encode()).hexdigest()[:8]
+    return f"‹secret sha256:{digest}›"
+
+
+def _edit_for(fd: FieldDiff) -> Edit | None:
+    if fd.cls is DriftClass.ADDED:
+        return Edit(fd.path, fd.live, add=True)
+    if fd.cls is DriftClass.VALUE:
+        return Edit(fd.path, fd.live)
+    return None
+
+
+def _candidates(
+    config: Config, ref: ObjectRef, source: LiveSource, manifests: Manifests, cache: dict[ObjectRef, Any]
+) -> set[str] | None:
+    """Candidate hosts for an Endpoints: from the live ConfigMap, else git's."""
+    bound = config.candidates_for(ref.namespace, ref.name)
+    if bound is None:
+        return None
+    cm = ObjectRef("v1", "ConfigMap", bound.namespace, bound.config_map)
+    if cm not in cache:
+        cache[cm] = source.get(cm)
+    for obj in (cache[cm], manifests.objects[cm].data if cm in manifests.objects else None):
+        value = get_path(obj, ("data", bound.key)) if obj else MISSING
+        if isinstance(value, str):
+            return classify.candidate_hosts(value)
+    return set()
+
+
+def _object_drifts(
+    obj: GitObject,
+    live: dict[str, Any],
+    config: Config,
+    bases: list[dict[str, Any]],
+    now: datetime,
+    candidates: set[str] | None,
+    observed_since: datetime | None,
+) -> list[Drift]:
+    ref = obj.ref
+    ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
+    diffs = compare(ref.kind, normalize(obj.data), normalize(live), ignore)
+    if not diffs:
+        return []
+    track = config.track_for(ref.kind)
+    secret = ref.kind == "Secret"
+    if ref.kind == "Endpoints":
+        # One drift per Endpoints: where it points now, classified against its candidates.
+        cls = classify.endpoints_class(live, candidates)
+        if cls is DriftClass.VALUE and all(fd.cls is DriftClass.ADDED for fd in diffs):
+            cls = DriftClass.ADDED
+        dirn = classify.combine([classify.direction_from(fd.path, fd.git, fd.live, bases) for fd in diffs])
+        manager, when = classify.provenance(live, ("subsets",))
+        changed = classify.parse_time(when) or observed_since
+        action, reason = classify.decide(ref.kind, cls, dirn, track, changed, now, config.stable_for)
+        git_addrs = " ".join(classify.ready_addresses(obj.data)) or None
+        live_addrs = " ".join(classify.ready_addresses(live)) or None
+        if cls is DriftClass.CLEARED:
+            detail = f"cleared (was {git_addrs}): no ready address since {when or 'unknown'}"
+        else:
+            detail = describe_change(git_addrs or "", live_addrs or "")
+        edits = tuple(e for e in map(_edit_for, diffs) if e is not None)
+        return [Drift(ref, obj.file, ("subsets",), git_addrs, live_addrs, dirn, cls, action, manager, when,
+                      detail, reason, edits)]
+    out = []
+    for fd in diffs:
+        dirn = classify.direction_from(fd.path, fd.git, fd.live, bases)
+        manager, when = classify.provenance(live, fd.path)
+        changed = classify.parse_time(when) or observed_since
+        action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
+        git_v, live_v = (_secret_mask(fd.git), _secret_mask(fd.live)) if secret else (fd.git, fd.live)
+        detail = "secret value differs" if secret else describe_change(git_v, live_v)
+        edit = None if secret else _edit_for(fd)
+        out.append(Drift(ref, obj.file, fd.path, git_v, live_v, dirn, fd.cls, action, manager, when, detail,
+                         reason, (edit,) if edit else ()))
+    return out
+
+
+def detect(
+    config: Config,
+    manifests: Manifests,
+    source: LiveSource,
+    now: datetime,
+    *,
+    store: BaseStore | None = None,
+    observed_since: Mapping[ObjectRef, datetime] | None = None,
+) -> Result:
+    """Compare every tracked object; per-object problems become ``errors``, not exceptions.
+
+    An API server that cannot be reached at all is raised (nothing could be compared);
+    a 403 or a bad object only costs that object.
+    """
+    drifts: list[Drift] = []
+    errors: list[FileError] = list(manifests.errors)
+    checked: list[ObjectRef] = []
+    cache: dict[ObjectRef, Any] = {}
+    for ref, obj in sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix)):
+        if config.track_for(ref.kind) is Track.IGNORE:
+            continue
+        try:
+            live = cache[ref] if ref in cache else source.get(ref)
+            cache[ref] = live
+            if live is None:
+                drifts.append(Drift(ref, obj.file, (), "declared", None, Direction.UNKNOWN, DriftClass.REMOVED,
+                                    Action.REPORT, detail="declared in git, absent live",
+                                    reason="absent live; syncer never deletes from git"))
+                checked.append(ref)
+                continue
+            # Bases: the last-applied annotation and syncer's own record of the last agreement.
+            bases = [b for b in (last_applied(live), store.base(ref) if store is not None else None) if b is not None]
+            cands = _candidates(config, ref, source, manifests, cache) if ref.kind == "Endpoints" else None
+            since = observed_since.get(ref) if observed_since else None
+            drifts.extend(_object_drifts(obj, live, config, bases, now, cands, since))
+            checked.append(ref)
+        except ClusterError as exc:
+            if exc.transient and "cannot reach" in exc.message:
+                raise
+            errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
+        except ConfigError as exc:
+            errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
+    return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked))

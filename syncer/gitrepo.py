@@ -1,0 +1,188 @@
+"""Real git, through GitPython's command wrapper: clone, commit, push. Never force a base branch.
+
+Every command runs with repository hooks disabled (``core.hooksPath`` pointing at an empty
+directory), no terminal prompts, and a time limit; failures become one-line ``GitError``s with
+credentials stripped from any URL they mention.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from git import Git
+from git.exc import GitCommandError
+
+from syncer.errors import GitError
+
+#: Network git commands (clone, fetch, push, ls-remote) get this long; a remote that takes
+#: longer is treated as down for this round rather than blocking the loop forever.
+NETWORK_TIMEOUT = 120.0
+LOCAL_TIMEOUT = 30.0
+_EMPTY_HOOKS = Path(tempfile.gettempdir()) / "syncer-no-hooks"
+_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
+
+
+def redact_url(text: str) -> str:
+    """Drop ``user:token@`` from every URL in ``text``."""
+    return _USERINFO.sub("***@", text)
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str = "syncer"
+    email: str = "syncer@users.noreply.local"
+
+
+def _env(identity: Identity) -> dict[str, str]:
+    env = {
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "LC_ALL": "C",
+        "GIT_AUTHOR_NAME": identity.name,
+        "GIT_AUTHOR_EMAIL": identity.email,
+        "GIT_COMMITTER_NAME": identity.name,
+        "GIT_COMMITTER_EMAIL": identity.email,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    if "GIT_SSH_COMMAND" not in os.environ:
+        env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes"
+    return env
+
+
+def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT) -> str:
+    """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure."""
+    _EMPTY_HOOKS.mkdir(exist_ok=True)
+    cmd = ["git", "-c", f"core.hooksPath={_EMPTY_HOOKS}", "-c", "protocol.file.allow=always", *args]
+    try:
+        out = Git(str(cwd) if cwd else None).execute(
+            cmd, kill_after_timeout=timeout, env=_env(identity), with_extended_output=False, strip_newline_in_stdout=True
+        )
+    except GitCommandError as exc:
+        stderr = redact_url(str(exc.stderr or "") + "\n" + str(exc.stdout or ""))
+        lines = [ln.strip().removeprefix("stderr:").removeprefix("stdout:").strip().strip("'").strip()
+                 for ln in stderr.splitlines()]
+        lines = [ln for ln in lines if ln]
+        rejected = next((ln for ln in lines if "[rejected]" in ln or "[remote rejected]" in ln), None)
+        if rejected:
+            lines.insert(0, "! " + rejected.lstrip("!").strip())
+        useful = next((ln for ln in lines if ln.startswith(("fatal:", "error:", "!", "remote:"))), lines[0] if lines else "")
+        if exc.status in (-9, 137, "-9") or "killed" in stderr.lower() and not useful:
+            raise GitError(f"git {args[0]} timed out after {timeout:.0f}s", transient=True) from None
+        raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(exc.status)}", transient=_transient(stderr)) from None
+    return str(out)
+
+
+def _transient(stderr: str) -> bool:
+    s = stderr.lower()
+    permanent = ("authentication failed", "permission denied", "could not read username", "403", "401",
+                 "repository not found", "does not appear to be a git repository", "hook declined")
+    return not any(p in s for p in permanent)
+
+
+class Workspace:
+    """A clone owned by syncer (never the user's working tree)."""
+
+    def __init__(self, path: Path, remote: str, base: str, identity: Identity = Identity()) -> None:
+        self.path = path
+        self.remote = remote
+        self.base = base
+        self.identity = identity
+
+    def git(self, *args: str, network: bool = False) -> str:
+        return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT)
+
+    @classmethod
+    def open_or_clone(cls, remote: str, base: str, dest: Path, identity: Identity = Identity()) -> "Workspace":
+        """Clone ``remote`` into ``dest`` (or reuse an earlier clone there) and check out ``base``."""
+        if (dest / ".git").is_dir():
+            ws = cls(dest, remote, base, identity)
+            ws.git("remote", "set-url", "origin", remote)
+            ws.sync_to_base()
+            return ws
+        dest.mkdir(parents=True, exist_ok=True)
+        run_git(["clone", "--quiet", "--no-tags", "--single-branch", "--branch", base, "--", remote, str(dest)],
+                None, identity, NETWORK_TIMEOUT)
+        ws = cls(dest, remote, base, identity)
+        ws.git("config", "core.hooksPath", str(_EMPTY_HOOKS))
+        return ws
+
+    def sync_to_base(self) -> str:
+        """Fetch and hard-reset to the remote base branch; drops anything left by an aborted run."""
+        self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:refs/remotes/origin/{self.base}",
+                 network=True)
+        self.git("checkout", "--quiet", "--force", "-B", self.base, f"refs/remotes/origin/{self.base}")
+        self.git("clean", "-fdxq")
+        return self.head()
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD")
+
+    def tree(self, rev: str = "HEAD") -> str:
+        return self.git("rev-parse", f"{rev}^{{tree}}")
+
+    def commit(self, files: list[str], message: str) -> str:
+        self.git("add", "--", *files)
+        msg_file = self.path / ".git" / "SYNCER_COMMIT_MSG"
+        msg_file.write_text(message, encoding="utf-8")
+        self.git("commit", "--quiet", "--no-verify", "-F", str(msg_file))
+        return self.head()
+
+    def push_base(self) -> bool:
+        """Fast-forward the remote base branch to HEAD. False when someone pushed first (a race)."""
+        try:
+            self.git("push", "--quiet", "--porcelain", "origin", f"HEAD:refs/heads/{self.base}", network=True)
+        except GitError as exc:
+            if any(w in exc.message for w in ("rejected", "non-fast-forward", "fetch first", "stale info")):
+                return False
+            raise
+        return True
+
+    def remote_sha(self, branch: str) -> str | None:
+        out = self.git("ls-remote", "--heads", "origin", f"refs/heads/{branch}", network=True)
+        return out.split()[0] if out.strip() else None
+
+    def fetch_branch(self, branch: str) -> str | None:
+        sha = self.remote_sha(branch)
+        if sha:
+            self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{branch}:refs/remotes/origin/{branch}",
+                     network=True)
+        return sha
+
+    def foreign_commits(self, branch_sha: str) -> list[str]:
+        """Commits on a syncer branch (beyond base) that syncer did not author."""
+        out = self.git("log", "--format=%H %ae", f"refs/remotes/origin/{self.base}..{branch_sha}")
+        return [line.split()[0] for line in out.splitlines() if line.split()[1:] != [self.identity.email]]
+
+    def push_branch(self, branch: str, expected: str | None) -> bool:
+        """Point ``branch`` at HEAD, only if it still is at ``expected`` (lease). False if it moved."""
+        lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
+        try:
+            self.git("push", "--quiet", "--porcelain", lease, "origin", f"HEAD:refs/heads/{branch}", network=True)
+        except GitError as exc:
+            if "stale info" in exc.message or "rejected" in exc.message:
+                return False
+            raise
+        return True
+
+    def delete_branch(self, branch: str, expected: str) -> None:
+        self.git("push", "--quiet", f"--force-with-lease=refs/heads/{branch}:{expected}", "origin",
+                 f":refs/heads/{branch}", network=True)
+
+
+def repo_root(start: Path) -> Path:
+    """The top of the git work tree containing ``start``."""
+    try:
+        return Path(run_git(["rev-parse", "--show-toplevel"], start))
+    except GitError as exc:
+        raise GitError(f"{start}: not inside a git repository (pass --repo)") from exc
+
+
+def origin_url(repo: Path) -> str | None:
+    try:
+        return run_git(["remote", "get-url", "origin"], repo) or None
+    except GitError:
+        return None

@@ -1,0 +1,184 @@
+"""The git side: every Kubernetes object declared under ``hosts/<installation>/``.
+
+Files are read as text and parsed with ruamel's safe loader; the write-back step later
+re-parses only the files it edits, with the position-keeping editor (``yamledit``).
+A broken file is reported and skipped; the other files keep syncing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from syncer.config import CONFIG_NAME
+from syncer.errors import ConfigError
+from syncer.model import FileError, ObjectRef, Path as ObjPath
+
+_INSTALLATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_SUFFIXES = (".yaml", ".yml")
+#: Kinds that live outside namespaces; any other kind gets the config's default namespace.
+CLUSTER_SCOPED = frozenset(
+    {
+        "Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
+        "CustomResourceDefinition", "PriorityClass", "IngressClass", "RuntimeClass", "APIService",
+        "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CSIDriver", "VolumeSnapshotClass",
+        "ClusterIssuer",
+    }
+)
+MAX_FILE_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class GitObject:
+    """One object as declared in git, and where it sits in its file."""
+
+    ref: ObjectRef
+    file: str  # repo-relative, e.g. hosts/asgard/ollama-backends.yaml
+    doc: int  # index of the YAML document in the file
+    prefix: ObjPath  # () for a plain document, ("items", i) inside a List
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Manifests:
+    objects: dict[ObjectRef, GitObject]
+    errors: tuple[FileError, ...]
+
+
+def check_installation(name: str) -> str:
+    if not _INSTALLATION.match(name) or name in (".", ".."):
+        raise ConfigError(f"installation {name!r}: not a valid name (letters, digits, '.', '_', '-')")
+    return name
+
+
+def host_dir(repo: Path, installation: str) -> Path:
+    """``repo/hosts/<installation>``, refusing names and symlinks that lead outside the repo."""
+    check_installation(installation)
+    hosts = repo / "hosts"
+    path = hosts / installation
+    if not path.is_dir():
+        known = sorted(p.name for p in hosts.iterdir() if p.is_dir()) if hosts.is_dir() else []
+        hint = f" (known: {', '.join(known)})" if known else " (no hosts/ directory)"
+        raise ConfigError(f"unknown installation {installation!r}: {path} is not a directory{hint}")
+    if not path.resolve().is_relative_to(repo.resolve()):
+        raise ConfigError(f"hosts/{installation}: resolves outside the repository ({path.resolve()})")
+    return path
+
+
+def default_installation(repo: Path) -> str:
+    hosts = repo / "hosts"
+    names = sorted(p.name for p in hosts.iterdir() if p.is_dir()) if hosts.is_dir() else []
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise ConfigError(f"{hosts}: no installation directories; pass INSTALLATION")
+    raise ConfigError(f"several installations under {hosts} ({', '.join(names)}): pass INSTALLATION")
+
+
+def object_ref(obj: dict[str, Any], default_namespace: str, where: str) -> ObjectRef:
+    """The identity of a manifest; ConfigError naming ``where`` when kind/name are missing."""
+    meta = obj.get("metadata")
+    kind = obj.get("kind")
+    api_version = obj.get("apiVersion")
+    if not isinstance(kind, str) or not kind:
+        raise ConfigError(f"{where}: document has no kind")
+    if not isinstance(api_version, str) or not api_version:
+        raise ConfigError(f"{where}: {kind} has no apiVersion")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise ConfigError(f"{where}: {kind} has no metadata.name")
+    ns = meta.get("namespace")
+    if kind in CLUSTER_SCOPED:
+        ns = ""
+    elif not isinstance(ns, str) or not ns:
+        ns = default_namespace
+    return ObjectRef(api_version, kind, ns, meta["name"])
+
+
+def _line_of(text: str, doc: int) -> int:
+    """Best-effort 1-based line where document ``doc`` starts (for error messages)."""
+    if doc == 0:
+        return 1
+    seen = 0
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.startswith("---"):
+            seen += 1
+            if seen == doc + (1 if text.lstrip().startswith("---") else 0):
+                return i
+    return 1
+
+
+def parse_documents(text: str, display: str) -> list[Any]:
+    """All documents of one YAML text; ConfigError ``file:line: problem`` when malformed."""
+    try:
+        return list(YAML(typ="safe", pure=True).load_all(text))
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{display}{at}: malformed YAML: {problem}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{display}: YAML nested too deeply") from exc
+
+
+def _read(path: Path, display: str, repo: Path) -> str:
+    if path.is_symlink() and not path.resolve().is_relative_to(repo.resolve()):
+        raise ConfigError(f"{display}: symlink points outside the repository; not read")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ConfigError(f"{display}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; not read")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{display}: not UTF-8 text (bad byte at offset {exc.start})") from exc
+
+
+def manifest_files(repo: Path, installation: str) -> list[Path]:
+    base = host_dir(repo, installation)
+    return sorted(
+        p for p in base.rglob("*") if p.suffix in _SUFFIXES and p.name != CONFIG_NAME and (p.is_file() or p.is_symlink())
+    )
+
+
+def load_manifests(repo: Path, installation: str, default_namespace: str) -> Manifests:
+    """Index every object under ``hosts/<installation>/`` by its ObjectRef."""
+    objects: dict[ObjectRef, GitObject] = {}
+    errors: list[FileError] = []
+    for path in manifest_files(repo, installation):
+        display = path.relative_to(repo).as_posix()
+        try:
+            docs = parse_documents(_read(path, display, repo), display)
+        except (ConfigError, OSError) as exc:
+            errors.append(FileError(display, str(exc)))
+            continue
+        for i, doc in enumerate(docs):
+            if doc is None:
+                continue
+            where = f"{display} (document {i + 1})"
+            if not isinstance(doc, dict):
+                errors.append(FileError(display, f"{where}: not a mapping"))
+                continue
+            entries: list[tuple[ObjPath, Any]]
+            if isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
+                entries = [(("items", j), item) for j, item in enumerate(doc["items"])]
+            else:
+                entries = [((), doc)]
+            for prefix, obj in entries:
+                here = where if not prefix else f"{where} items[{prefix[1]}]"
+                try:
+                    if not isinstance(obj, dict):
+                        raise ConfigError(f"{here}: not a mapping")
+                    ref = object_ref(obj, default_namespace, here)
+                except ConfigError as exc:
+                    errors.append(FileError(display, str(exc)))
+                    continue
+                if ref in objects:
+                    first = objects[ref].file
+                    errors.append(FileError(display, f"{ref} is declared twice: in {first} and in {display}"))
+                    continue
+                objects[ref] = GitObject(ref, display, i, prefix, obj)
+    return Manifests(objects, tuple(errors))

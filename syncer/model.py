@@ -1,0 +1,162 @@
+"""Plain domain values shared by every part of syncer.
+
+Nothing here does I/O. Objects from YAML or the API stay plain ``dict`` data; these types
+name them (``ObjectRef``) and describe what differs between git and the cluster (``Drift``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+#: A path into a manifest: mapping keys (str) and sequence indexes (int), e.g.
+#: ``("data", "MAC_ADDRS")`` or ``("subsets", 0, "addresses", 0, "ip")``.
+Path = tuple[str | int, ...]
+
+
+def format_path(path: Path) -> str:
+    """``("data", "MAC_ADDRS")`` -> ``data.MAC_ADDRS``; indexes as ``[0]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif out == "":
+            out = part
+        else:
+            out += "." + part
+    return out
+
+
+@dataclass(frozen=True, order=True)
+class ObjectRef:
+    """Identity of a Kubernetes object: apiVersion/kind/namespace/name."""
+
+    api_version: str
+    kind: str
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+
+    def __str__(self) -> str:
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind}/{ns}{self.name}"
+
+
+class Direction(str, enum.Enum):
+    """Who moved away from the last agreed state."""
+
+    CLUSTER = "cluster"  # live changed: copy back into git
+    GIT = "git"  # git changed, not applied yet: pending apply, never reverted
+    CONFLICT = "conflict"  # both changed: report only
+    UNKNOWN = "unknown"  # no base known: propose via PR, never commit directly
+
+
+class DriftClass(str, enum.Enum):
+    VALUE = "value"  # a value differs
+    ADDED = "added"  # a key exists only live
+    REMOVED = "removed"  # a key or object exists only in git
+    PICK = "pick"  # Endpoints point at one of the declared candidates
+    UNDECLARED = "undeclared"  # Endpoints point at an address no candidate list holds
+    CLEARED = "cleared"  # Endpoints have no ready address (backend absent right now)
+
+
+class Action(str, enum.Enum):
+    WRITE = "write"  # copy the live value into git
+    REPORT = "report"  # show it, never write it
+    WAIT = "wait"  # would be written once it has been stable long enough
+
+
+class Track(str, enum.Enum):
+    """Per-kind policy from syncer.yaml."""
+
+    WRITEBACK = "writeback"
+    STABLE = "stable"
+    REPORT = "report"
+    IGNORE = "ignore"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to make in git: set the value at ``path``, or add a key that git lacks."""
+
+    path: Path  # inside the object
+    value: Any
+    add: bool = False  # True: ``path[-1]`` is a new key of the mapping at ``path[:-1]``
+
+
+@dataclass(frozen=True)
+class Drift:
+    """One difference between git and the cluster, at one path of one object."""
+
+    ref: ObjectRef
+    file: str  # repo-relative path of the manifest file holding the object
+    path: Path  # path inside the object (not inside the file)
+    git: Any  # value in git (``None`` when absent)
+    live: Any  # value live (``None`` when absent)
+    direction: Direction
+    cls: DriftClass
+    action: Action
+    manager: str | None = None  # managedFields manager that last set the field live
+    changed_at: str | None = None  # RFC 3339 time of that change
+    detail: str = ""  # human summary, e.g. "+192.168.68.75 -192.168.68.58"
+    reason: str = ""  # why this action (e.g. "held 3m of 10m", "Secret: never written")
+    edits: tuple[Edit, ...] = ()  # what write-back changes in the file for this drift
+
+    @property
+    def path_text(self) -> str:
+        return format_path(self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.ref.kind,
+            "apiVersion": self.ref.api_version,
+            "namespace": self.ref.namespace,
+            "name": self.ref.name,
+            "file": self.file,
+            "path": self.path_text,
+            "git": self.git,
+            "live": self.live,
+            "direction": self.direction.value,
+            "class": self.cls.value,
+            "manager": self.manager,
+            "changed_at": self.changed_at,
+            "action": self.action.value,
+            "detail": self.detail,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A problem confined to one file or object; the rest keeps syncing."""
+
+    file: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"file": self.file, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything one comparison found, ready to report or write back."""
+
+    installation: str
+    drifts: tuple[Drift, ...] = ()
+    errors: tuple[FileError, ...] = ()
+    checked: tuple[ObjectRef, ...] = field(default=())
+
+    @property
+    def in_sync(self) -> bool:
+        return not self.drifts
+
+    def writable(self) -> tuple[Drift, ...]:
+        return tuple(d for d in self.drifts if d.action is Action.WRITE)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "installation": self.installation,
+            "in_sync": self.in_sync,
+            "drifts": [d.to_json() for d in self.drifts],
+            "errors": [e.to_json() for e in self.errors],
+        }

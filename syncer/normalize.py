@@ -1,0 +1,97 @@
+"""Strip what the server owns, so only what people declare is compared.
+
+Pure functions over plain JSON data. The live side keeps only fields a manifest could
+declare; fields that exist live only because the server defaulted them are never compared
+at all, because comparison is driven by what git declares (see ``diff``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from syncer.model import Path
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+#: metadata fields the API server writes; never part of a manifest's intent.
+SERVER_METADATA = frozenset(
+    {
+        "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink",
+        "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "finalizers",
+    }
+)
+#: annotations written by the server or by kubectl, not by people.
+SERVER_ANNOTATIONS = frozenset(
+    {
+        LAST_APPLIED,
+        "deployment.kubernetes.io/revision",
+        "kubectl.kubernetes.io/restartedAt",
+        "endpoints.kubernetes.io/last-change-trigger-time",
+        "control-plane.alpha.kubernetes.io/leader",
+    }
+)
+
+
+def normalize(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` without status, server-owned metadata and server annotations."""
+    out = copy.deepcopy(obj)
+    out.pop("status", None)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        for key in SERVER_METADATA:
+            meta.pop(key, None)
+        ann = meta.get("annotations")
+        if isinstance(ann, dict):
+            for key in SERVER_ANNOTATIONS:
+                ann.pop(key, None)
+            if not ann:
+                meta.pop("annotations", None)
+    return out
+
+
+def last_applied(live: dict[str, Any]) -> dict[str, Any] | None:
+    """The object as last ``kubectl apply``-ed, from its annotation; None when absent/broken."""
+    meta = live.get("metadata") or {}
+    raw = (meta.get("annotations") or {}).get(LAST_APPLIED)
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return normalize(data) if isinstance(data, dict) else None
+
+
+def pointer_to_path(pointer: str) -> Path:
+    """JSON pointer ``/spec/replicas`` -> ``("spec", "replicas")``; digits become indexes."""
+    parts: list[str | int] = []
+    for raw in pointer.split("/")[1:]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        parts.append(int(part) if part.isdigit() else part)
+    return tuple(parts)
+
+
+def is_ignored(path: Path, pointers: tuple[str, ...]) -> bool:
+    """True when ``path`` is at or below one of the JSON ``pointers``."""
+    for pointer in pointers:
+        prefix = pointer_to_path(pointer)
+        if path[: len(prefix)] == prefix:
+            return True
+    return False
+
+
+MISSING: Any = object()
+
+
+def get_path(data: Any, path: Path) -> Any:
+    """The value at ``path`` or ``MISSING``."""
+    cur = data
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(cur, list) or part >= len(cur):
+                return MISSING
+        elif not isinstance(cur, dict) or part not in cur:
+            return MISSING
+        cur = cur[part]
+    return cur

@@ -1,0 +1,142 @@
+"""Words for people: the terminal summary, the JSON document, commit messages, PR text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from syncer.model import Action, Direction, Drift, DriftClass, Result
+from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key
+
+_COLORS = {"red": "\033[31m", "green": "\033[32m", "yellow": "\033[33m", "bold": "\033[1m", "dim": "\033[2m"}
+_RESET = "\033[0m"
+
+
+def shown(drift: Drift, value: Any, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
+    """A value as it may be shown to people: secret-looking keys are redacted."""
+    if value is None:
+        return "—"
+    if drift.ref.kind == "Secret" or is_secret_key(drift.path_text, patterns):
+        return REDACTED
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text
+
+
+def drift_hash(drifts: Sequence[Drift]) -> str:
+    """Identifies a set of changes by what they write, not by when they were seen."""
+    h = hashlib.sha256()
+    for d in sorted(drifts, key=lambda d: (str(d.ref), d.path_text)):
+        h.update(json.dumps([str(d.ref), d.path_text, d.live], sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def _paint(text: str, color: str, enabled: bool) -> str:
+    return f"{_COLORS[color]}{text}{_RESET}" if enabled else text
+
+
+def render_text(result: Result, file_diffs: str = "", color: bool = False) -> str:
+    """The ``syncer diff`` summary: one block per object, then the unified diff."""
+    out: list[str] = []
+    if result.in_sync:
+        out.append(f"{result.installation}: in sync ({len(result.checked)} objects checked)")
+    else:
+        n_write = len(result.writable())
+        out.append(_paint(
+            f"{result.installation}: {len(result.drifts)} difference(s) in {len({d.ref for d in result.drifts})} "
+            f"object(s); {n_write} to copy back into git", "bold", color))
+    last = None
+    for d in result.drifts:
+        if d.ref != last:
+            out.append("")
+            out.append(_paint(f"{d.ref}  ({d.file})", "bold", color))
+            last = d.ref
+        tone = {Action.WRITE: "green", Action.WAIT: "yellow", Action.REPORT: "red"}[d.action]
+        head = f"  {d.path_text or '(object)'}: {d.detail}"
+        out.append(head)
+        who = f" by {d.manager}" if d.manager else ""
+        when = f" at {d.changed_at}" if d.changed_at else ""
+        out.append(_paint(
+            f"      {d.cls.value}, {d.direction.value} moved{who}{when} -> {d.action.value}: {d.reason}", tone, color))
+    for err in result.errors:
+        out.append(_paint(f"error: {err.message}", "red", color))
+    if file_diffs:
+        out.append("")
+        out.append(file_diffs.rstrip("\n"))
+    return "\n".join(out) + "\n"
+
+
+def render_json(result: Result, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
+    doc = result.to_json()
+    for d, item in zip(result.drifts, doc["drifts"]):
+        if d.ref.kind == "Secret" or is_secret_key(d.path_text, patterns):
+            item["git"], item["live"] = shown(d, d.git, patterns), shown(d, d.live, patterns)
+    return json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def commit_message(installation: str, drifts: Sequence[Drift], patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
+    """Subject + one paragraph per object: field old -> new, manager, time."""
+    objects = sorted({d.ref for d in drifts})
+    subject = f"syncer({installation}): copy {len(drifts)} live value(s) back from the cluster"
+    lines = [subject, ""]
+    for ref in objects:
+        mine = [d for d in drifts if d.ref == ref]
+        lines.append(f"{ref} ({mine[0].file}):")
+        for d in mine:
+            who = f" by {d.manager}" if d.manager else ""
+            when = f" at {d.changed_at}" if d.changed_at else ""
+            lines.append(f"  {d.path_text}: {shown(d, d.git, patterns)} -> {shown(d, d.live, patterns)}")
+            lines.append(f"    {d.cls.value}{who}{when}")
+        lines.append("")
+    lines.append(f"Syncer-Installation: {installation}")
+    lines.append(f"Syncer-Drift-Hash: {drift_hash(drifts)}")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "⏎")
+
+
+def pr_title(installation: str, drifts: Sequence[Drift]) -> str:
+    objects = sorted({f"{d.ref.kind}/{d.ref.name}" for d in drifts})
+    names = ", ".join(objects[:3]) + (f" and {len(objects) - 3} more" if len(objects) > 3 else "")
+    return f"syncer({installation}): copy live values back ({names})"
+
+
+def pr_labels(result: Result) -> tuple[str, ...]:
+    labels = ["syncer", "drift"]
+    if any(d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED) for d in result.drifts):
+        labels.append("needs-attention")
+    return tuple(labels)
+
+
+def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
+            patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
+    """The pull request is the notification: what changed, who did it, when, how to check."""
+    lines = [
+        f"The live cluster and git disagree for installation **{result.installation}**. "
+        f"This pull request copies {len(written)} live value(s) back into git.",
+        "",
+        "| object | file | field | git | live | class | direction | changed by | changed at |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in written:
+        lines.append("| " + " | ".join(_cell(x) for x in (
+            f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}", d.file, d.path_text,
+            f"`{shown(d, d.git, patterns)}`", f"`{shown(d, d.live, patterns)}`", d.cls.value, d.direction.value,
+            d.manager or "?", d.changed_at or "?")) + " |")
+    unknown = [d for d in written if d.direction is Direction.UNKNOWN]
+    if unknown:
+        lines += ["", f"{len(unknown)} of these have no known base (no last-applied annotation and no record of the "
+                      "last agreed state): check that the live value, not git's, is the one to keep."]
+    others = [d for d in result.drifts if d not in written]
+    if others:
+        lines += ["", "### Reported, not written", ""]
+        for d in others:
+            mark = "⚠️ " if d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED) else ""
+            lines.append(f"- {mark}**{d.cls.value}** {d.ref} `{d.path_text or '(object)'}`: "
+                         f"{_cell(d.detail) if not is_secret_key(d.path_text, patterns) else REDACTED} "
+                         f"({d.action.value}: {d.reason})")
+    lines += ["", "Reproduce locally:", "", "```", reproduce, "```", ""]
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""Write-back: turn a detection ``Result`` into a commit on the base branch or a rolling PR.
+
+Always works in a clone owned by syncer: reset to the remote base branch, detect, apply
+the accepted drifts, commit, push. A rejected fast-forward (someone pushed first) means
+fetch and redo from scratch -- never force. The PR branch ``syncer/<installation>`` is
+regenerated from base + current drift each time, pushed with a lease, and left alone once a
+human has pushed to it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from syncer.config import Config, load_config
+from syncer.engine import BaseStore, detect
+from syncer.errors import GitError
+from syncer.gitrepo import Workspace
+from syncer.live import LiveSource
+from syncer.manifests import Manifests, host_dir, load_manifests
+from syncer.model import Direction, Drift, ObjectRef, Result
+from syncer.report import commit_message, drift_hash, pr_body, pr_labels, pr_title
+from syncer.writeback import FileChange, plan_changes, write_changes
+
+if TYPE_CHECKING:
+    from syncer.forges.base import Forge
+    from syncer.pullrequest import PrResult
+
+#: How often a commit is redone after losing a push race before giving up for this round.
+MAX_PUSH_ATTEMPTS = 5
+
+
+class Mode(str, enum.Enum):
+    PR = "pr"
+    COMMIT = "commit"
+    DRY_RUN = "dry-run"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    config: Config
+    manifests: Manifests
+
+
+def load_installation(repo: Path, installation: str, config: Config | None = None) -> Loaded:
+    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.yaml."""
+    base = host_dir(repo, installation)
+    if config is None:
+        config = load_config(base, installation, f"hosts/{installation}/syncer.yaml")
+    return Loaded(config, load_manifests(repo, installation, config.namespace))
+
+
+def select(result: Result, mode: Mode) -> list[Drift]:
+    """The drifts this mode writes: commit mode only those whose direction is known."""
+    drifts = list(result.writable())
+    if mode is Mode.COMMIT:
+        drifts = [d for d in drifts if d.direction is Direction.CLUSTER]
+    return drifts
+
+
+@dataclass
+class Outcome:
+    result: Result
+    written: list[Drift] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
+    commit: str | None = None
+    pr: "PrResult | None" = None
+    title: str = ""
+    body: str = ""
+    labels: tuple[str, ...] = ()
+    messages: list[str] = field(default_factory=list)
+
+
+#: Optional inputs the sidecar passes through to detection: a config override (``--config``)
+#: and when the watch saw each object's content change (fallback for stability timing).
+ConfigArg = Config | None
+SinceArg = Mapping[ObjectRef, datetime] | None
+
+
+def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
+            mode: Mode, config: ConfigArg = None,
+            observed_since: SinceArg = None) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
+    loaded = load_installation(repo, installation, config)
+    result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since)
+    drifts = select(result, mode)
+    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects)
+    return loaded, result, drifts, changes
+
+
+def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
+            store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None) -> Outcome:
+    """What ``sync`` would do, computed on ``repo`` as it is; writes nothing."""
+    _, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
+                                         observed_since)
+    out = Outcome(result, drifts, changes)
+    if drifts:
+        out.title, out.body, out.labels = (pr_title(installation, drifts), pr_body(result, drifts, reproduce),
+                                           pr_labels(result))
+    return out
+
+
+def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datetime,
+                store: BaseStore | None = None, *, config: ConfigArg = None,
+                observed_since: SinceArg = None) -> Outcome:
+    """Commit accepted drifts straight to the base branch, fast-forward only."""
+    notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
+    for _attempt in range(MAX_PUSH_ATTEMPTS):
+        ws.sync_to_base()
+        _, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
+                                             observed_since)
+        out = Outcome(result, drifts, changes, messages=notes)
+        held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
+        if held:
+            out.messages.append(f"{len(held)} change(s) have no known base and are never committed directly: "
+                                "use --mode pr to propose them")
+        if not changes:
+            out.messages.append("nothing to commit")
+            return out
+        write_changes(ws.path, changes)
+        out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
+        if ws.push_base():
+            out.messages.append(f"pushed {out.commit[:12]} to {ws.base}")
+            return out
+        out.messages.append(f"{ws.base} moved while committing; fetching and redoing")
+    raise GitError(f"{ws.base} kept moving: gave up after {MAX_PUSH_ATTEMPTS} attempts; will retry", transient=True)
+
+
+def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
+            forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
+            observed_since: SinceArg = None) -> Outcome:
+    """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
+    from syncer.pullrequest import Proposal, reconcile_pull_request
+
+    branch = f"syncer/{installation}"
+    base_sha = ws.sync_to_base()
+    _, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
+                                         observed_since)
+    out = Outcome(result, drifts, changes)
+    remote = ws.fetch_branch(branch)
+    foreign = ws.foreign_commits(remote) if remote else []
+    if foreign:
+        out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
+        if forge is not None:
+            out.pr = reconcile_pull_request(forge, branch, ws.base, None, human_pushed=True)
+        return out
+    if not changes:
+        if forge is not None:
+            out.pr = reconcile_pull_request(forge, branch, ws.base, None)
+        if remote:
+            ws.delete_branch(branch, remote)
+            out.messages.append(f"drift gone: deleted {branch}")
+        else:
+            out.messages.append("nothing to propose")
+        return out
+    out.title, out.body, out.labels = pr_title(installation, drifts), pr_body(result, drifts, reproduce), pr_labels(result)
+    write_changes(ws.path, changes)
+    out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
+    unchanged = remote is not None and ws.tree(remote) == ws.tree() and ws.git("rev-parse", f"{remote}^") == base_sha
+    if unchanged:
+        out.commit = remote
+        out.messages.append(f"{branch} already holds this change")
+    elif not ws.push_branch(branch, remote):
+        raise GitError(f"{branch} moved while pushing (another syncer or a human); will re-check", transient=True)
+    else:
+        out.messages.append(f"pushed {branch} at {out.commit[:12]}")
+    if forge is not None:
+        out.pr = reconcile_pull_request(forge, branch, ws.base,
+                                        Proposal(out.title, out.body, out.labels, drift_hash(drifts)))
+    return out

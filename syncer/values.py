@@ -1,0 +1,79 @@
+"""Understand ConfigMap values: address lists and ``KEY=value`` lines.
+
+``describe_change(old, new)`` says what changed in words an operator reads at a glance:
+``+192.168.68.75 -192.168.68.58`` rather than "string changed".
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))+$")
+_KV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=(.*)$")
+
+
+def _is_address(token: str) -> bool:
+    host = token
+    if token.startswith("[") and "]" in token:  # [v6]:port
+        host = token[1 : token.index("]")]
+    elif token.count(":") == 1:
+        host, port = token.split(":")
+        if not port.isdigit():
+            return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return bool(_HOST.match(host))
+
+
+def address_list(value: str) -> list[str] | None:
+    """Tokens of a whitespace/comma separated list of addresses, or None if it is not one."""
+    tokens = [t for t in re.split(r"[\s,]+", value.strip()) if t]
+    if tokens and all(_is_address(t) for t in tokens):
+        return tokens
+    return None
+
+
+def kv_lines(value: str) -> dict[str, str] | None:
+    """``KEY=value`` lines (blank lines and ``#`` comments allowed), or None."""
+    out: dict[str, str] = {}
+    lines = [ln for ln in value.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        return None
+    for line in lines:
+        m = _KV_LINE.match(line)
+        if not m:
+            return None
+        out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def _short(value: str, limit: int = 60) -> str:
+    flat = value.replace("\n", "⏎")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def describe_change(old: object, new: object) -> str:
+    """A one-line account of how ``old`` became ``new``."""
+    if old is None:
+        return f"added: {_short(str(new))}"
+    if new is None:
+        return f"removed (was {_short(str(old))})"
+    if isinstance(old, str) and isinstance(new, str):
+        a, b = address_list(old), address_list(new)
+        if a is not None and b is not None:
+            plus = [t for t in b if t not in a]
+            minus = [t for t in a if t not in b]
+            parts = [f"+{t}" for t in plus] + [f"-{t}" for t in minus]
+            if not parts:
+                return f"reordered: {' '.join(a)} → {' '.join(b)}"
+            return " ".join(parts)
+        ka, kb = kv_lines(old), kv_lines(new)
+        if ka is not None and kb is not None:
+            parts = [f"+{k}={kb[k]}" for k in kb if k not in ka]
+            parts += [f"-{k}" for k in ka if k not in kb]
+            parts += [f"{k}: {ka[k]} → {kb[k]}" for k in ka if k in kb and ka[k] != kb[k]]
+            return ", ".join(parts) if parts else "reordered lines"
+    return f"{_short(str(old))} → {_short(str(new))}"

@@ -1,0 +1,76 @@
+"""Apply accepted drifts to manifest files, surgically. Pure text in, text out.
+
+Only files holding a drift are parsed again (with the position-keeping ``yamledit``);
+a file without accepted drift is never rewritten. Nothing outside ``hosts/<installation>/``
+is ever touched.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from syncer.errors import ConfigError
+from syncer.manifests import GitObject
+from syncer.model import Drift, ObjectRef
+from syncer.yamledit import YamlEditError, YamlFile
+
+
+@dataclass(frozen=True)
+class FileChange:
+    file: str  # repo-relative
+    old: str
+    new: str
+
+    def unified_diff(self) -> str:
+        lines = difflib.unified_diff(
+            self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
+            fromfile=f"a/{self.file}", tofile=f"b/{self.file}",
+        )
+        out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        return out.replace("\r\n", "\n")
+
+
+def plan_changes(
+    repo: Path, installation: str, drifts: Iterable[Drift], objects: dict[ObjectRef, GitObject]
+) -> list[FileChange]:
+    """New text of every file the ``drifts`` touch (files read from ``repo``)."""
+    by_file: dict[str, list[Drift]] = defaultdict(list)
+    for drift in drifts:
+        if drift.edits:
+            by_file[drift.file].append(drift)
+    prefix = f"hosts/{installation}/"
+    changes = []
+    for file, file_drifts in sorted(by_file.items()):
+        if not file.startswith(prefix) or ".." in Path(file).parts:
+            raise ConfigError(f"{file}: outside {prefix}; refusing to write")
+        path = repo / file
+        if path.is_symlink():
+            raise ConfigError(f"{file}: is a symlink; refusing to write through it")
+        old = path.read_bytes().decode("utf-8")
+        doc = YamlFile.parse(old, file)
+        for drift in file_drifts:
+            obj = objects[drift.ref]
+            for edit in drift.edits:
+                full = obj.prefix + edit.path
+                try:
+                    if edit.add:
+                        doc.add_key(obj.doc, full[:-1], str(full[-1]), edit.value)
+                    else:
+                        doc.set_value(obj.doc, full, edit.value)
+                except YamlEditError as exc:
+                    raise ConfigError(f"{file}: cannot write {drift.ref} {drift.path_text}: {exc}") from exc
+        new = doc.render()
+        if new != old:
+            changes.append(FileChange(file, old, new))
+    return changes
+
+
+def write_changes(repo: Path, changes: Iterable[FileChange]) -> None:
+    for change in changes:
+        # newline="" keeps CRLF files CRLF: the text already carries its own line endings.
+        with open(repo / change.file, "w", encoding="utf-8", newline="") as fh:
+            fh.write(change.new)

@@ -1,0 +1,38 @@
+"""Shared fixtures: the bundled example, temp git repos."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_LIVE = ROOT / "examples" / "asgard-live.yaml"
+#: A fixed "now", well after every change recorded in the example snapshot.
+NOW = datetime(2026, 9, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "Ops Person", "GIT_AUTHOR_EMAIL": "ops@example.invalid",
+           "GIT_COMMITTER_NAME": "Ops Person", "GIT_COMMITTER_EMAIL": "ops@example.invalid",
+           "PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(cwd), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def asgard_repo(tmp_path: Path) -> Path:
+    """A work repo with hosts/asgard committed on main, plus a bare ``origin`` it was pushed to."""
+    bare = tmp_path / "origin.git"
+    work = tmp_path / "work"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    shutil.copytree(ROOT / "hosts" / "asgard", work / "hosts" / "asgard")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "asgard manifests")
+    git(work, "remote", "add", "origin", str(bare))
+    git(work, "push", "-q", "origin", "main")
+    return work

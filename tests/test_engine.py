@@ -1,0 +1,155 @@
+"""Detection on the asgard example: pure pipeline over the snapshot, no git, no network."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE_LIVE, NOW, ROOT
+
+from syncer.config import load_config
+from syncer.engine import detect
+from syncer.live import SnapshotSource
+from syncer.manifests import load_manifests
+from syncer.model import Action, Direction, DriftClass, ObjectRef
+
+
+def _detect(live: SnapshotSource, now=NOW):  # type: ignore[no-untyped-def]
+    config = load_config(ROOT / "hosts" / "asgard", "asgard", "hosts/asgard/syncer.yaml")
+    manifests = load_manifests(ROOT, "asgard", config.namespace)
+    return detect(config, manifests, live, now)
+
+
+@pytest.fixture
+def live() -> SnapshotSource:
+    return SnapshotSource([EXAMPLE_LIVE], "ai")
+
+
+def _by(result, kind, path):  # type: ignore[no-untyped-def]
+    found = [d for d in result.drifts if d.ref.kind == kind and d.path_text == path]
+    assert len(found) == 1, [(d.ref, d.path_text) for d in result.drifts]
+    return found[0]
+
+
+def test_asgard_finds_exactly_the_real_drift(live: SnapshotSource) -> None:
+    result = _detect(live)
+    got = sorted((d.ref.kind, d.ref.name, d.path_text, d.cls.value, d.direction.value, d.action.value)
+                 for d in result.drifts)
+    assert got == [
+        ("ConfigMap", "ollama-endpoint-manager", "data.M1_ADDRS", "value", "cluster", "write"),
+        ("ConfigMap", "ollama-endpoint-manager", "data.MAC_ADDRS", "value", "cluster", "write"),
+        ("Endpoints", "m1-ollama", "subsets", "pick", "cluster", "write"),
+        ("Endpoints", "mac-ollama", "subsets", "pick", "cluster", "write"),
+    ]
+    assert result.errors == ()
+    assert len(result.checked) == 9
+
+
+def test_value_level_detail_and_provenance(live: SnapshotSource) -> None:
+    result = _detect(live)
+    mac = _by(result, "ConfigMap", "data.MAC_ADDRS")
+    assert mac.detail == "+192.168.68.75 -192.168.68.58"
+    assert (mac.manager, mac.changed_at) == ("kubectl-edit", "2026-08-20T09:14:00Z")
+    eps = {d.ref.name: d for d in result.drifts if d.ref.kind == "Endpoints"}
+    assert eps["mac-ollama"].git == "192.168.68.58" and eps["mac-ollama"].live == "192.168.68.75"
+    assert eps["mac-ollama"].manager == "ollama-endpoint-manager"
+    assert eps["mac-ollama"].changed_at == "2026-08-21T08:03:24Z"
+
+
+def test_json_document_has_the_contract_keys(live: SnapshotSource) -> None:
+    doc = json.loads(json.dumps(_detect(live).to_json()))
+    assert doc["installation"] == "asgard" and doc["in_sync"] is False
+    for item in doc["drifts"]:
+        for key in ("kind", "namespace", "name", "file", "path", "git", "live", "direction", "class",
+                    "manager", "changed_at", "action"):
+            assert key in item
+    assert {d["file"] for d in doc["drifts"]} == {"hosts/asgard/ollama-endpoint-manager.yaml",
+                                                  "hosts/asgard/ollama-backends.yaml"}
+
+
+def _mutate(live: SnapshotSource, kind: str, name: str) -> dict:  # type: ignore[type-arg]
+    ref = ObjectRef("apps/v1" if kind == "Deployment" else "v1", kind, "ai", name)
+    live.objects[ref] = copy.deepcopy(live.objects[ref])
+    return live.objects[ref]
+
+
+def test_cleared_endpoints_is_reported_never_written(live: SnapshotSource) -> None:
+    ep = _mutate(live, "Endpoints", "mac-ollama")
+    ep.pop("subsets")
+    d = [d for d in _detect(live).drifts if d.ref.name == "mac-ollama"][0]
+    assert (d.cls, d.action) == (DriftClass.CLEARED, Action.REPORT)
+    assert "no ready address" in d.reason
+
+
+def test_undeclared_address_is_reported(live: SnapshotSource) -> None:
+    ep = _mutate(live, "Endpoints", "m1-ollama")
+    ep["subsets"][0]["addresses"][0]["ip"] = "192.168.68.200"
+    d = [d for d in _detect(live).drifts if d.ref.name == "m1-ollama"][0]
+    assert (d.cls, d.action) == (DriftClass.UNDECLARED, Action.REPORT)
+
+
+def test_fresh_pick_waits_for_stable_for(live: SnapshotSource) -> None:
+    just_now = NOW - timedelta(minutes=3)
+    ep = _mutate(live, "Endpoints", "mac-ollama")
+    for entry in ep["metadata"]["managedFields"]:
+        if entry["manager"] == "ollama-endpoint-manager":
+            entry["time"] = just_now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    d = [d for d in _detect(live).drifts if d.ref.name == "mac-ollama"][0]
+    assert (d.cls, d.action) == (DriftClass.PICK, Action.WAIT)
+    assert d.reason == "held 3m00s of 10m00s"
+
+
+def test_unknown_change_time_waits(live: SnapshotSource) -> None:
+    ep = _mutate(live, "Endpoints", "mac-ollama")
+    ep["metadata"].pop("managedFields")
+    d = [d for d in _detect(live).drifts if d.ref.name == "mac-ollama"][0]
+    assert d.action is Action.WAIT and d.changed_at is None
+
+
+def test_git_side_edit_is_pending_apply_not_reverted(live: SnapshotSource, tmp_path: Path) -> None:
+    # git moved M1_ADDRS after the last apply; the cluster still has the applied value.
+    cm = _mutate(live, "ConfigMap", "ollama-endpoint-manager")
+    cm["data"]["M1_ADDRS"] = "100.127.6.20"  # equals last-applied: the cluster did not move
+    cm["data"]["MAC_ADDRS"] = "192.168.68.58 100.115.97.90"
+    config = load_config(ROOT / "hosts" / "asgard", "asgard", "x")
+    manifests = load_manifests(ROOT, "asgard", "ai")
+    obj = manifests.objects[ObjectRef("v1", "ConfigMap", "ai", "ollama-endpoint-manager")]
+    obj.data["data"]["M1_ADDRS"] = "100.127.6.21"  # a human's commit, not applied yet
+    result = detect(config, manifests, live, NOW)
+    d = [d for d in result.drifts if d.path_text == "data.M1_ADDRS"][0]
+    assert (d.direction, d.action) == (Direction.GIT, Action.REPORT)
+    assert "pending apply" in d.reason
+
+
+def test_key_added_live_counts(live: SnapshotSource) -> None:
+    cm = _mutate(live, "ConfigMap", "ollama-endpoint-manager")
+    cm["data"]["NEW_ADDRS"] = "10.0.0.7"
+    d = _by(_detect(live), "ConfigMap", "data.NEW_ADDRS")
+    assert (d.cls, d.direction, d.action) == (DriftClass.ADDED, Direction.CLUSTER, Action.WRITE)
+    assert d.edits[0].add is True
+
+
+def test_object_absent_live_is_removed_not_error(live: SnapshotSource) -> None:
+    del live.objects[ObjectRef("v1", "Service", "ai", "m1-ollama")]
+    d = _by(_detect(live), "Service", "")
+    assert (d.cls, d.action) == (DriftClass.REMOVED, Action.REPORT)
+
+
+def test_no_base_means_unknown_direction(live: SnapshotSource) -> None:
+    cm = _mutate(live, "ConfigMap", "ollama-endpoint-manager")
+    del cm["metadata"]["annotations"]
+    d = _by(_detect(live), "ConfigMap", "data.MAC_ADDRS")
+    assert d.direction is Direction.UNKNOWN and d.action is Action.WRITE
+    assert "never committed directly" in d.reason
+
+
+def test_server_defaults_and_ignore_rules_do_not_count(live: SnapshotSource) -> None:
+    dep = _mutate(live, "Deployment", "ollama-endpoint-manager")
+    dep["spec"]["replicas"] = 0  # ignored by syncer.yaml pointer /spec/replicas
+    assert not [d for d in _detect(live).drifts if d.ref.kind == "Deployment"]
+    dep["spec"]["template"]["spec"]["containers"][0]["image"] = "python:3.13-alpine"
+    d = _by(_detect(live), "Deployment", "spec.template.spec.containers[0].image")
+    assert d.action is Action.REPORT  # Deployment is tracked as report

@@ -1,0 +1,181 @@
+"""Write-back through real git: a bare origin in tmp_path, clones, pushes, races."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE_LIVE, NOW, git
+
+from syncer.cli import main
+from syncer.gitrepo import Workspace
+from syncer.live import SnapshotSource
+from syncer.sync import sync_commit
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), now=NOW, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def origin_log(work: Path, ref: str = "main") -> list[str]:
+    git(work, "fetch", "-q", "origin")
+    return git(work, "log", "--format=%H%x09%an%x09%s", f"origin/{ref}").splitlines()
+
+
+def changed_lines(work: Path, rev: str) -> list[str]:
+    out = git(work, "show", "--format=", "--unified=0", rev)
+    return [ln for ln in out.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+
+
+def test_commit_mode_writes_exactly_the_drifted_lines(asgard_repo: Path) -> None:
+    head_before = git(asgard_repo, "rev-parse", "HEAD")
+    code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
+                         "--mode", "commit")
+    assert (code, err) == (0, ""), out
+    log = origin_log(asgard_repo)
+    assert len(log) == 2 and log[0].split("\t")[1] == "syncer"
+    assert sorted(changed_lines(asgard_repo, "origin/main")) == sorted([
+        '-  MAC_ADDRS: "192.168.68.58 100.115.97.90"',
+        '+  MAC_ADDRS: "192.168.68.75 100.115.97.90"',
+        '-  M1_ADDRS: "100.127.6.20"',
+        '+  M1_ADDRS: "192.168.68.89 100.127.6.20"',
+        "-      - ip: 192.168.68.58   # Mac Studio, LAN",
+        "+      - ip: 192.168.68.75   # Mac Studio, LAN",
+        "-      - ip: 100.127.6.20    # M1 laptop, tailnet",
+        "+      - ip: 192.168.68.89    # M1 laptop, tailnet",
+    ])
+    message = git(asgard_repo, "log", "-1", "--format=%B", "origin/main")
+    assert "syncer(asgard): copy 4 live value(s)" in message
+    assert "data.MAC_ADDRS: 192.168.68.58 100.115.97.90 -> 192.168.68.75 100.115.97.90" in message
+    assert "by kubectl-edit at 2026-08-20T09:14:00Z" in message
+    # The user's own checkout is untouched.
+    assert git(asgard_repo, "rev-parse", "HEAD") == head_before
+    assert git(asgard_repo, "status", "--porcelain") == ""
+
+    # Same drift again: nothing new.
+    code, out, _ = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
+                       "--mode", "commit")
+    assert code == 0 and "nothing to commit" in out
+    assert len(origin_log(asgard_repo)) == 2
+
+
+def test_commit_mode_redoes_after_losing_a_push_race(asgard_repo: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(asgard_repo / ".." / "origin.git"), str(other))
+
+    class Racing(Workspace):
+        raced = 0
+
+        def push_base(self) -> bool:
+            if not Racing.raced:  # a human pushes an unrelated change first
+                Racing.raced = 1
+                (other / "hosts" / "asgard" / "notes.txt").write_text("hello\n")
+                git(other, "add", ".")
+                git(other, "commit", "-q", "-m", "human change")
+                git(other, "push", "-q", "origin", "main")
+            return super().push_base()
+
+    ws = Racing.open_or_clone(str(tmp_path / "origin.git"), "main", tmp_path / "clone")
+    out = sync_commit(ws, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)
+    assert any("moved while committing" in m for m in out.messages)
+    log = origin_log(asgard_repo)
+    assert [line.split("\t")[2] for line in log[:2]] == [
+        "syncer(asgard): copy 4 live value(s) back from the cluster", "human change"]
+    # The human's commit is kept (never force-pushed away).
+    assert git(asgard_repo, "show", "origin/main:hosts/asgard/notes.txt") == "hello"
+
+
+def test_pr_mode_without_forge_pushes_one_branch_and_prints_the_pr(asgard_repo: Path) -> None:
+    args = ("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE), "--mode", "pr",
+            "--forge", "none")
+    code, out, err = run(*args)
+    assert (code, err) == (0, "")
+    assert "--- pull request ---" in out and "| ConfigMap/ai/ollama-endpoint-manager |" in out
+    assert "syncer diff asgard --live-file" in out
+    branch = origin_log(asgard_repo, "syncer/asgard")
+    assert len(branch) == 2
+    assert len(origin_log(asgard_repo)) == 1  # base untouched
+    sha = git(asgard_repo, "rev-parse", "origin/syncer/asgard")
+    code, out, _ = run(*args)
+    assert code == 0 and "already holds this change" in out
+    assert git(asgard_repo, "rev-parse", "origin/syncer/asgard") == sha
+
+
+def test_pr_branch_taken_over_by_a_human_is_left_alone(asgard_repo: Path, tmp_path: Path) -> None:
+    args = ("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE), "--mode", "pr")
+    assert run(*args)[0] == 0
+    other = tmp_path / "human"
+    git(tmp_path, "clone", "-q", "-b", "syncer/asgard", str(tmp_path / "origin.git"), str(other))
+    (other / "hosts" / "asgard" / "ollama-backends.yaml").write_text("# reviewed by hand\n", encoding="utf-8")
+    git(other, "commit", "-qam", "fix up the PR by hand")
+    git(other, "push", "-q", "origin", "syncer/asgard")
+    human = git(other, "rev-parse", "HEAD")
+    code, out, _ = run(*args)
+    assert code == 0 and "not made by syncer; leaving it alone" in out
+    git(asgard_repo, "fetch", "-q", "origin")
+    assert git(asgard_repo, "rev-parse", "origin/syncer/asgard") == human
+
+
+def test_pr_branch_deleted_when_git_is_fixed_by_hand(asgard_repo: Path, tmp_path: Path) -> None:
+    args = ("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE), "--mode", "pr")
+    assert run(*args)[0] == 0
+    # Someone merges the branch's content by hand into main.
+    git(asgard_repo, "fetch", "-q", "origin")
+    git(asgard_repo, "merge", "-q", "--ff-only", "origin/syncer/asgard")
+    git(asgard_repo, "push", "-q", "origin", "main")
+    code, out, _ = run(*args)
+    assert code == 0 and "drift gone: deleted syncer/asgard" in out
+    assert git(asgard_repo, "ls-remote", "--heads", "origin", "syncer/asgard") == ""
+
+
+def test_dry_run_changes_nothing(asgard_repo: Path) -> None:
+    before = (asgard_repo / "hosts" / "asgard" / "ollama-backends.yaml").read_bytes()
+    code, out, _ = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
+                       "--mode", "dry-run")
+    assert code == 0
+    assert "+      - ip: 192.168.68.75   # Mac Studio, LAN" in out
+    assert "title: syncer(asgard): copy live values back" in out
+    assert (asgard_repo / "hosts" / "asgard" / "ollama-backends.yaml").read_bytes() == before
+    assert git(asgard_repo, "ls-remote", "--heads", "origin") .count("refs/heads/") == 1
+    assert len(origin_log(asgard_repo)) == 1
+
+
+def test_cleared_endpoints_produce_no_commit(asgard_repo: Path, tmp_path: Path) -> None:
+    live = tmp_path / "live.yaml"
+    text = EXAMPLE_LIVE.read_text()
+    # Keep the ConfigMap edit away (git already has it) and clear mac-ollama.
+    git_cm = (asgard_repo / "hosts" / "asgard" / "ollama-endpoint-manager.yaml").read_text()
+    git_cm = git_cm.replace("192.168.68.58 100.115.97.90", "192.168.68.75 100.115.97.90").replace(
+        '"100.127.6.20"', '"192.168.68.89 100.127.6.20"')
+    (asgard_repo / "hosts" / "asgard" / "ollama-endpoint-manager.yaml").write_text(git_cm)
+    backends = (asgard_repo / "hosts" / "asgard" / "ollama-backends.yaml").read_text()
+    (asgard_repo / "hosts" / "asgard" / "ollama-backends.yaml").write_text(
+        backends.replace("100.127.6.20 ", "192.168.68.89"))
+    git(asgard_repo, "commit", "-qam", "copy back by hand")
+    git(asgard_repo, "push", "-q", "origin", "main")
+    start = text.index("  subsets:\n  - addresses:\n    - ip: 192.168.68.75")
+    end = text.index("- apiVersion: v1\n  kind: Endpoints", start)
+    live.write_text(text[:start] + text[end:])
+    code, out, _ = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "--mode", "commit")
+    assert code == 0 and "nothing to commit" in out, out
+    assert len(origin_log(asgard_repo)) == 2
+
+
+def test_push_rejected_for_auth_is_one_clear_line(asgard_repo: Path, tmp_path: Path) -> None:
+    from fakes.git_http import GitHTTPServer
+
+    root = tmp_path / "srv"
+    root.mkdir()
+    shutil.copytree(tmp_path / "origin.git", root / "asgard.git")
+    subprocess.run(["git", "--git-dir", str(root / "asgard.git"), "config", "http.receivepack", "true"], check=True)
+    with GitHTTPServer(root) as srv:
+        code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
+                             "--mode", "commit", "--remote", f"{srv.url}/asgard.git")
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("syncer: error: git push failed:")
+    assert srv.pushes_refused >= 1
