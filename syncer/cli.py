@@ -74,6 +74,9 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--clone-dir", help="where syncer keeps its own clone (default: a temporary directory)")
     p.add_argument("--notify-url", action="append", default=[], metavar="URL",
                    help="webhook for PR and outage events (generic JSON; Slack URLs get Slack text); repeatable")
+    p.add_argument("--git-token-file", help="file holding an HTTPS token for git clone/fetch/push")
+    p.add_argument("--git-username", default="x-access-token",
+                   help="user name sent with the git token (GitLab: oauth2)")
     p.add_argument("--author-name", default="syncer", help="commit author name")
     p.add_argument("--author-email", default="syncer@users.noreply.local",
                    help="commit author email; commits by anyone else on syncer's branch mark it as taken over")
@@ -102,12 +105,18 @@ def _reproduce(args: argparse.Namespace, installation: str) -> str:
     return shlex.join(parts)
 
 
+def _read_secret(path: str | None, flag: str) -> str:
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"{flag} {path}: {exc.strerror}") from exc
+
+
 def _token(args: argparse.Namespace) -> str:
     if args.token_file:
-        try:
-            token = Path(args.token_file).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise ConfigError(f"--token-file {args.token_file}: {exc.strerror}") from exc
+        token = _read_secret(args.token_file, "--token-file")
     else:
         token = os.environ.get("SYNCER_FORGE_TOKEN", "").strip()
     if not token:
@@ -168,7 +177,8 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
         return EXIT_ERROR if out.result.errors else EXIT_OK
     forge = _forge(args)
     remote = args.remote or origin_url(repo) or str(repo)
-    identity = Identity(args.author_name, args.author_email)
+    identity = Identity(args.author_name, args.author_email, _read_secret(args.git_token_file, "--git-token-file"),
+                        args.git_username)
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
         ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity)

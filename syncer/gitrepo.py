@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+import base64
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from git import Git
@@ -35,6 +36,10 @@ def redact_url(text: str) -> str:
 class Identity:
     name: str = "syncer"
     email: str = "syncer@users.noreply.local"
+    #: HTTPS token for clone/fetch/push, sent as a Basic auth header through git's
+    #: environment-only config (never on a command line, never in the remote URL).
+    token: str = field(default="", repr=False)
+    token_user: str = "x-access-token"
 
 
 def _env(identity: Identity) -> dict[str, str]:
@@ -48,6 +53,10 @@ def _env(identity: Identity) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": identity.email,
         "GIT_CONFIG_NOSYSTEM": "1",
     }
+    if identity.token:
+        basic = base64.b64encode(f"{identity.token_user}:{identity.token}".encode()).decode()
+        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+                    "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"})
     if "GIT_SSH_COMMAND" not in os.environ:
         env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes"
     return env

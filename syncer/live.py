@@ -79,9 +79,9 @@ class KubeSource:
     in-cluster). Resource names (plurals) come from API discovery, cached per groupVersion.
     """
 
-    def __init__(self, api_client: Any, timeout: tuple[float, float] = REQUEST_TIMEOUT) -> None:
+    def __init__(self, api_client: Any, timeout: tuple[float, float] | None = None) -> None:
         self.api = api_client
-        self.timeout = timeout
+        self.timeout = timeout or REQUEST_TIMEOUT
         self._resources: dict[str, dict[str, tuple[str, bool]]] = {}
 
     def describe(self) -> str:

@@ -36,3 +36,6 @@ def asgard_repo(tmp_path: Path) -> Path:
     git(work, "remote", "add", "origin", str(bare))
     git(work, "push", "-q", "origin", "main")
     return work
+
+
+from fakes.kube_api import fake_kube_fixture  # noqa: E402,F401  (registers the ``fake_kube`` fixture)

@@ -179,3 +179,23 @@ def test_push_rejected_for_auth_is_one_clear_line(asgard_repo: Path, tmp_path: P
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("syncer: error: git push failed:")
     assert srv.pushes_refused >= 1
+
+
+def test_https_push_with_git_token_file(asgard_repo: Path, tmp_path: Path) -> None:
+    from fakes.git_http import GitHTTPServer
+
+    root = tmp_path / "srv"
+    root.mkdir()
+    shutil.copytree(tmp_path / "origin.git", root / "asgard.git")
+    subprocess.run(["git", "--git-dir", str(root / "asgard.git"), "config", "http.receivepack", "true"], check=True)
+    token_file = tmp_path / "git-token"
+    token_file.write_text("s3cr3t-git-token\n")
+    with GitHTTPServer(root, token="s3cr3t-git-token") as srv:
+        code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
+                             "--mode", "commit", "--remote", f"{srv.url}/asgard.git", "--git-token-file",
+                             str(token_file))
+    assert (code, err) == (0, ""), out
+    assert "s3cr3t-git-token" not in out
+    log = subprocess.run(["git", "--git-dir", str(root / "asgard.git"), "log", "--format=%an", "main"],
+                         check=True, capture_output=True, text=True).stdout.split()
+    assert log == ["syncer", "Ops", "Person"]
