@@ -158,9 +158,10 @@ def kube_api_client(kubeconfig: str | None, context: str | None) -> Any:
     conf = client.Configuration()
     try:
         if kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().exists() or context:
-            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=conf)
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=kubeconfig, context=context, client_configuration=conf)
         else:
-            config.load_incluster_config(client_configuration=conf)
+            config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
     except (ConfigException, OSError, TypeError, ValueError) as exc:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "in-cluster service account"
         raise ConfigError(f"kubeconfig {where}: {exc}") from exc
