@@ -1,0 +1,92 @@
+"""Forges: where syncer opens its one rolling pull request per installation.
+
+``make_forge`` turns the command-line settings (``--forge``, ``--forge-url``,
+``--forge-repo``, the token) into a ``Forge``. The URL may be given with or without the
+API suffix: ``https://git.example`` and ``https://git.example/api/v1`` mean the same
+Gitea; GitHub Enterprise Server lives under ``/api/v3``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from syncer.errors import ConfigError
+from syncer.forges.base import Forge, PullRequest, same_labels
+from syncer.forges.gitea import GiteaForge
+from syncer.forges.github import GitHubForge
+from syncer.forges.gitlab import GitLabForge
+from syncer.redact import redact_url
+
+__all__ = ["Forge", "PullRequest", "api_url", "make_forge", "same_labels", "KINDS"]
+
+KINDS = ("github", "gitea", "gitlab")
+_DEFAULT_URL = {"github": "https://api.github.com", "gitlab": "https://gitlab.com"}
+_API_SUFFIX = {"github": "/api/v3", "gitea": "/api/v1", "gitlab": "/api/v4"}
+_CLASSES: dict[str, Callable[..., Forge]] = {
+    "github": GitHubForge,
+    "gitea": GiteaForge,
+    "gitlab": GitLabForge,
+}
+
+
+def api_url(kind: str, base_url: str) -> str:
+    """The API root for ``kind`` from a user-given forge URL (or the public default)."""
+    given = (base_url or _DEFAULT_URL.get(kind, "")).strip()
+    if not given:
+        raise ConfigError(f"--forge-url is required for --forge {kind}")
+    parts = urlsplit(given)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--forge-url {redact_url(given)!r} is not an http(s) URL")
+    netloc = parts.netloc.rpartition("@")[2]  # credentials come from the token, never the URL
+    host = parts.hostname.lower()
+    path = parts.path.rstrip("/")
+    if kind == "github" and host in ("github.com", "www.github.com"):
+        return "https://api.github.com"
+    # api.github.com and GHE.com data-residency hosts (api.NAME.ghe.com) have no suffix.
+    if not (kind == "github" and host.startswith("api.")) and not path.endswith(_API_SUFFIX[kind]):
+        path += _API_SUFFIX[kind]
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
+
+
+def _check_repo(kind: str, repo: str) -> str:
+    repo = repo.strip().strip("/").removesuffix(".git")
+    segments = repo.split("/")
+    ok = all(segments) and (len(segments) == 2 or (kind == "gitlab" and len(segments) >= 2))
+    if not ok and not (kind == "gitlab" and repo.isdigit()):
+        shape = "GROUP/PROJECT" if kind == "gitlab" else "OWNER/NAME"
+        raise ConfigError(f"--forge-repo {repo!r} is not {shape}")
+    return repo
+
+
+def make_forge(
+    kind: str,
+    base_url: str,
+    repo: str,
+    token: str,
+    client: httpx.Client | None = None,
+    timeout: float = 10.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+    *,
+    budget: float = 60.0,
+) -> Forge:
+    """A ``Forge`` for ``kind`` (github|gitea|gitlab) and ``repo`` on ``base_url``.
+
+    ``timeout`` bounds each HTTP attempt, ``budget`` all retries of one call. Pass the
+    ``client`` (the CLI builds it); one is created when omitted.
+    """
+    if kind not in KINDS:
+        raise ConfigError(f"unknown --forge {kind!r}: expected one of {', '.join(KINDS)}")
+    if not token.strip():
+        raise ConfigError(f"no token for --forge {kind}: set --token-file or SYNCER_FORGE_TOKEN")
+    url = api_url(kind, base_url)
+    repo = _check_repo(kind, repo)
+    http_client = client if client is not None else httpx.Client(timeout=timeout)
+    return _CLASSES[kind](
+        http_client, url, repo, token.strip(),
+        timeout=timeout, budget=budget, sleep=sleep, clock=clock,
+    )

@@ -1,0 +1,83 @@
+"""What syncer needs from a forge: find, open, update, comment on and close one PR.
+
+One small interface (``Forge``), one module per forge (``github``, ``gitea``, ``gitlab``),
+all speaking HTTP through the one helper in ``_http``. The lifecycle that decides *which*
+of these calls to make lives in ``syncer.pullrequest`` and talks only to this interface.
+
+Every method raises ``syncer.errors.ForgeError`` on failure: ``transient=True`` when the
+same call may succeed later (timeouts, 5xx, rate limits), ``False`` when a human has to
+fix something first (token, permissions, repository name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+PrState = Literal["open", "closed", "merged"]
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """A pull request (GitHub, Gitea) or merge request (GitLab), as syncer sees it."""
+
+    number: int  # GitHub/Gitea number, GitLab iid: what the web UI shows after # or !
+    url: str  # the page a human opens
+    state: PrState  # "merged" wins over "closed"
+    title: str
+    body: str
+    labels: tuple[str, ...]
+    head: str  # source branch, without any owner prefix
+    base: str  # target branch
+
+
+class Forge(Protocol):
+    """One repository on one forge, reached with one token."""
+
+    #: "github", "gitea" or "gitlab": used in messages.
+    kind: str
+    #: Longest body the forge accepts, in characters.
+    max_body: int
+
+    def find_open(self, head: str, base: str) -> PullRequest | None:
+        """The open PR from ``head`` into ``base``, if any."""
+        ...
+
+    def find_latest_closed(self, head: str, base: str) -> PullRequest | None:
+        """The most recently updated closed or merged PR from ``head`` into ``base``."""
+        ...
+
+    def create(
+        self, head: str, base: str, title: str, body: str, labels: Sequence[str]
+    ) -> PullRequest:
+        """Open a PR. If the forge answers that one already exists, return that one."""
+        ...
+
+    def update(
+        self,
+        pr: PullRequest,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        labels: Sequence[str] | None = None,
+    ) -> PullRequest:
+        """Change only the fields given (``labels`` replaces the whole set)."""
+        ...
+
+    def comment(self, pr: PullRequest, text: str) -> None:
+        """Add a comment (GitLab: a note) to the PR."""
+        ...
+
+    def list_comments(self, pr: PullRequest) -> list[str]:
+        """Bodies of the PR's human-visible comments, oldest first."""
+        ...
+
+    def close(self, pr: PullRequest) -> PullRequest:
+        """Close the PR without merging it."""
+        ...
+
+
+def same_labels(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Label sets are compared without order or duplicates."""
+    return sorted(set(a)) == sorted(set(b))

@@ -1,0 +1,466 @@
+"""The forge clients and the PR lifecycle against fake GitHub, Gitea and GitLab servers.
+
+Every test runs once per forge kind. The fakes keep real state, check branches in a real
+bare git repository, and answer with the real status codes and bodies; time is injected
+(``FakeTime``), so rate-limit waits and backoff cost nothing.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fakes.forges import FAKES, FakeForgeServer, FakeTime, init_bare_repo  # noqa: E402
+
+from syncer.errors import ConfigError, ForgeError  # noqa: E402
+from syncer.forges import Forge, api_url, make_forge  # noqa: E402
+from syncer.forges._http import ForgeRateLimited  # noqa: E402
+from syncer.pullrequest import (  # noqa: E402
+    HUMAN_PUSHED_MARKER,
+    PrOutcome,
+    Proposal,
+    parse_marker,
+    reconcile_pull_request,
+    render_body_limit,
+)
+
+TOKEN = "tok-9f8e7d6c5b4a-SECRET"
+HEAD, BASE = "syncer/asgard", "main"
+KINDS = ("github", "gitea", "gitlab")
+
+
+@pytest.fixture(scope="module")
+def bare_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return init_bare_repo(tmp_path_factory.mktemp("git") / "infra.git", (BASE, HEAD, "syncer/other"))
+
+
+@pytest.fixture(params=KINDS)
+def fake(request: pytest.FixtureRequest, bare_repo: Path) -> Iterator[FakeForgeServer]:
+    with FAKES[request.param](git_dir=bare_repo, token=TOKEN, page_size=2) as server:
+        yield server
+
+
+@pytest.fixture
+def clock() -> FakeTime:
+    return FakeTime()
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client() as c:  # building one costs an SSL context: share it
+        yield c
+
+
+def forge_for(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime, *,
+    token: str = TOKEN, repo: str = "", timeout: float = 2.0, budget: float = 60.0,
+) -> Forge:
+    return make_forge(
+        fake.kind, fake.url, repo or fake.repo, token, client=client,
+        timeout=timeout, sleep=clock.sleep, clock=clock.clock, budget=budget,
+    )
+
+
+def proposal(
+    drift: str = "d1",
+    title: str = "syncer: copy asgard's live values back",
+    body: str | None = None,
+    labels: tuple[str, ...] = ("syncer", "drift"),
+) -> Proposal:
+    if body is None:
+        body = f"| object | field | git | live |\n|---|---|---|---|\n| cm | MAC_ADDRS | a | {drift} |"
+    return Proposal(title=title, body=body, labels=labels, drift_hash=drift)
+
+
+# -- the lifecycle ---------------------------------------------------------------------------
+
+
+def test_open_update_unchanged_close(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+
+    opened = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert opened.outcome is PrOutcome.OPENED and opened.pr is not None
+    assert sorted(fake.pr(opened.pr.number).labels) == ["drift", "syncer"]
+
+    changed = proposal("d2", title="syncer: asgard drift (2 fields)", labels=("syncer",))
+    updated = reconcile_pull_request(forge, HEAD, BASE, changed)
+    assert updated.outcome is PrOutcome.UPDATED and updated.pr is not None
+    assert updated.pr.number == opened.pr.number
+    assert len(fake.prs) == 1
+    stored = fake.pr(opened.pr.number)
+    assert stored.title == changed.title and "| d2 |" in stored.body and stored.labels == ["syncer"]
+
+    fake.clear_log()
+    same = reconcile_pull_request(forge, HEAD, BASE, changed)
+    assert same.outcome is PrOutcome.UNCHANGED
+    assert fake.writes == []
+
+    closed = reconcile_pull_request(forge, HEAD, BASE, None)
+    assert closed.outcome is PrOutcome.CLOSED and closed.pr is not None and closed.pr.state == "closed"
+    assert fake.pr(opened.pr.number).state == "closed"
+    assert any("agree again" in c for c in fake.comment_bodies(opened.pr.number))
+
+    fake.clear_log()
+    assert reconcile_pull_request(forge, HEAD, BASE, None).outcome is PrOutcome.NOTHING
+    assert fake.writes == []
+
+
+def test_update_touches_only_what_differs(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    first = proposal("d1")
+    reconcile_pull_request(forge, HEAD, BASE, first)
+    fake.clear_log()
+
+    result = reconcile_pull_request(forge, HEAD, BASE, proposal("d1", labels=("syncer", "undeclared")))
+    assert result.outcome is PrOutcome.UPDATED
+    repo_labels = f"/repos/{fake.repo}/labels"  # Gitea: creating the new label itself
+    pr_writes = [w for w in fake.writes if w.path != repo_labels]
+    assert pr_writes, "a label change must write something"
+    for write in pr_writes:  # title and body stay as they were
+        assert not {"title", "body", "description"} & set(write.body or {})
+    assert sorted(fake.prs[0].labels) == ["syncer", "undeclared"]
+
+
+def test_marker_survives_and_drives_comparison(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    result = reconcile_pull_request(forge, HEAD, BASE, proposal("abc123"))
+    assert result.pr is not None
+    marker = parse_marker(fake.pr(result.pr.number).body)
+    assert marker is not None and marker[0] == "abc123"
+
+
+def test_duplicate_create_answer_is_success(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    existing = fake.add_pr(HEAD, BASE, title="opened by another replica")
+    pr = forge.create(HEAD, BASE, "a second one", "body", ["syncer"])
+    assert pr.number == existing.number and pr.title == "opened by another replica"
+    assert len(fake.prs) == 1
+    refused = [r for r in fake.requests if r.method == "POST" and r.status in (409, 422)]
+    assert len(refused) == 1  # the forge really said "already exists"
+
+
+def test_create_for_missing_branch_is_a_clear_permanent_error(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime
+) -> None:
+    forge = forge_for(fake, client, clock)
+    with pytest.raises(ForgeError) as err:
+        forge.create("syncer/never-pushed", BASE, "t", "b", [])
+    assert not err.value.transient
+    assert "syncer/never-pushed" in str(err.value) and "exist" in str(err.value)
+    assert fake.prs == []
+
+
+def test_closed_unmerged_same_drift_is_suppressed(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    first = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert first.pr is not None
+    fake.close_pr(first.pr.number)  # a human said no
+
+    fake.clear_log()
+    again = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert again.outcome is PrOutcome.SUPPRESSED
+    assert again.pr is not None and again.pr.number == first.pr.number
+    assert fake.writes == []
+
+    new = reconcile_pull_request(forge, HEAD, BASE, proposal("d2"))
+    assert new.outcome is PrOutcome.OPENED and new.pr is not None
+    assert new.pr.number != first.pr.number
+    assert [p.number for p in fake.open_prs()] == [new.pr.number]
+
+
+def test_merged_pr_does_not_suppress(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    first = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert first.pr is not None
+    fake.close_pr(first.pr.number, merged=True)
+    latest = forge.find_latest_closed(HEAD, BASE)
+    assert latest is not None and latest.state == "merged"
+    again = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert again.outcome is PrOutcome.OPENED
+
+
+def test_human_push_comments_once(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    first = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert first.pr is not None
+    before = fake.pr(first.pr.number)
+    title, body = before.title, before.body
+
+    for _ in range(3):
+        result = reconcile_pull_request(forge, HEAD, BASE, proposal("d2", title="new title"), human_pushed=True)
+        assert result.outcome is PrOutcome.HUMAN_PUSHED
+    comments = [c for c in fake.comment_bodies(first.pr.number) if HUMAN_PUSHED_MARKER in c]
+    assert len(comments) == 1 and "stopped rewriting" in comments[0]
+    assert (fake.pr(first.pr.number).title, fake.pr(first.pr.number).body) == (title, body)
+
+    fake.clear_log()
+    reconcile_pull_request(forge, HEAD, BASE, proposal("d2"), human_pushed=True)
+    assert fake.writes == []
+
+
+def test_pagination_and_latest_closed(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    for i in range(5):
+        fake.add_pr(f"feature/{i}", BASE, title=f"other {i}")
+    fake.add_pr(HEAD, BASE, title="old one", state="closed")
+    fake.add_pr(HEAD, BASE, title="newer one", state="closed")
+    fake.add_pr(HEAD, "release", title="other base", state="closed")
+
+    latest = forge.find_latest_closed(HEAD, BASE)
+    assert latest is not None and latest.title == "newer one" and latest.state == "closed"
+
+    opened = reconcile_pull_request(forge, HEAD, BASE, proposal("d9"))
+    assert opened.pr is not None
+    found = forge.find_open(HEAD, BASE)
+    assert found is not None and found.number == opened.pr.number
+
+    for i in range(5):
+        forge.comment(opened.pr, f"note {i}")
+    assert forge.list_comments(opened.pr) == [f"note {i}" for i in range(5)]
+    assert any(r.method == "GET" and r.query.get("page") == "2" for r in fake.requests)
+
+
+def test_long_body_is_cut_and_stays_stable(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    forge.max_body = 600
+    rows = "\n".join(f"| cm | KEY_{i} | old | new |" for i in range(100))
+    big = proposal("d1", body=f"| object | field | git | live |\n|---|---|---|---|\n{rows}")
+    first = reconcile_pull_request(forge, HEAD, BASE, big)
+    assert first.pr is not None
+    stored = fake.pr(first.pr.number).body
+    assert len(stored) <= 600
+    assert "more rows; run `syncer diff` to see all" in stored
+    assert parse_marker(stored) is not None
+    fake.clear_log()
+    assert reconcile_pull_request(forge, HEAD, BASE, big).outcome is PrOutcome.UNCHANGED
+    assert fake.writes == []
+
+
+# -- transport: retries, rate limits, time bounds, errors -------------------------------------
+
+
+def test_429_with_retry_after_waits_then_succeeds(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    fake.fail_next(429, 1, retry_after=7)
+    result = reconcile_pull_request(forge, HEAD, BASE, proposal())
+    assert result.outcome is PrOutcome.OPENED
+    assert clock.sleeps == [7.0]
+
+
+@pytest.mark.parametrize("fake", ["github", "gitlab"], indirect=True)
+def test_rate_limit_reset_header_is_honoured(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    status = 403 if fake.kind == "github" else 429  # GitHub's primary limit is a 403
+    fake.fail_next(status, 1, ratelimit_reset=clock.clock() + 30)
+    assert forge.find_open(HEAD, BASE) is None
+    assert len(clock.sleeps) == 1 and 28 <= clock.sleeps[0] <= 31
+
+
+def test_rate_limit_beyond_budget_says_when_to_retry(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    fake.fail_next(429, 1, retry_after=3600)
+    with pytest.raises(ForgeRateLimited) as err:
+        forge.find_open(HEAD, BASE)
+    assert err.value.transient
+    assert "retry after" in str(err.value) and "3600s" in str(err.value)
+    assert err.value.retry_at == pytest.approx(clock.clock() + 3600, abs=5)
+    assert clock.sleeps == []
+
+
+def test_server_errors_are_retried_and_open_one_pr(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    fake.fail_next(500, 2)
+    pr = forge.create(HEAD, BASE, "title", "body", [])
+    assert len(fake.prs) == 1 and pr.number == fake.prs[0].number
+    assert len(clock.sleeps) == 2 and clock.sleeps[0] < clock.sleeps[1]  # exponential backoff
+    assert [r.status for r in fake.requests if r.method == "POST"] == [500, 500, 201]
+
+
+def test_5xx_until_budget_runs_out_is_transient(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock, budget=10)
+    fake.fail_next(503, 50)
+    with pytest.raises(ForgeError) as err:
+        forge.find_open(HEAD, BASE)
+    assert err.value.transient and "retry budget" in str(err.value) and "503" in str(err.value)
+    assert sum(clock.sleeps) <= 10
+
+
+def test_hanging_forge_is_bounded(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock, timeout=0.5, budget=2.0)
+    fake.hang_next(10, count=20)
+    started = time.monotonic()
+    with pytest.raises(ForgeError) as err:
+        reconcile_pull_request(forge, HEAD, BASE, proposal())
+    assert time.monotonic() - started < 4
+    assert err.value.transient
+    message = str(err.value)
+    assert fake.kind in message and "timed out" in message and "2s retry budget" in message
+    assert fake.prs == []
+
+
+def test_401_is_permanent_names_forge_and_flag(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    wrong = "wrong-token-0123456789abcdef"
+    forge = forge_for(fake, client, clock, token=wrong)
+    with pytest.raises(ForgeError) as err:
+        reconcile_pull_request(forge, HEAD, BASE, proposal())
+    message = str(err.value)
+    assert not err.value.transient
+    assert message.startswith(f"token rejected by {fake.kind} at {fake.api_url}")
+    assert "--token-file/SYNCER_FORGE_TOKEN" in message
+    assert wrong not in message and wrong not in repr(err.value)
+    assert clock.sleeps == []
+
+
+def test_403_and_404_say_what_is_wrong(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    fake.fail_next(403)
+    with pytest.raises(ForgeError) as err:
+        forge.create(HEAD, BASE, "t", "b", [])
+    assert not err.value.transient
+    assert str(err.value).startswith("token lacks permission") and fake.repo in str(err.value)
+
+    nowhere = forge_for(fake, client, clock, repo="acme/nope")
+    with pytest.raises(ForgeError) as err:
+        nowhere.find_open(HEAD, BASE)
+    assert not err.value.transient
+    assert "repository acme/nope not found on" in str(err.value) and "cannot see it" in str(err.value)
+
+
+def test_token_never_leaks(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    texts: list[str] = []
+    forge = forge_for(fake, client, clock, timeout=0.3, budget=1.0)
+    texts += [repr(forge), repr(vars(forge)), repr(vars(vars(forge)["_http"]))]
+    reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    scenarios: list[Callable[[], None]] = [
+        lambda: fake.fail_next(401),
+        lambda: fake.fail_next(403),
+        lambda: fake.fail_next(503, 20),
+        lambda: fake.fail_next(429, 1, retry_after=9999),
+        lambda: fake.hang_next(5, 10),
+        # a proxy that echoes the request headers back in its error page
+        lambda: fake.fail_next(400, body=f"bad request; got Authorization: Bearer {TOKEN}"),
+        lambda: fake.fail_next(502, 20, body={"message": f"upstream refused token {TOKEN}"}),
+    ]
+    for arrange in scenarios:
+        arrange()
+        try:
+            reconcile_pull_request(forge, HEAD, BASE, proposal("d2"))
+        except ForgeError as exc:
+            texts += [str(exc), repr(exc), repr(exc.__cause__), str(exc.__cause__)]
+        fake.stop_faults()
+    for token in (TOKEN + "x", "a-different-secret-token-xyz"):
+        bad = forge_for(fake, client, clock, token=token)
+        try:
+            bad.find_open(HEAD, BASE)
+        except ForgeError as exc:
+            texts += [str(exc), repr(exc)]
+    texts.append(caplog.text)
+    joined = "\n".join(texts)
+    assert "retrying" in caplog.text  # the retries were logged...
+    assert "got Authorization: Bearer ***" in joined  # ...echoed bodies were masked...
+    assert TOKEN not in joined and "a-different-secret-token-xyz" not in joined  # ...without the token
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "given", "expected"),
+    [
+        ("github", "", "https://api.github.com"),
+        ("github", "https://github.com", "https://api.github.com"),
+        ("github", "https://api.github.com/", "https://api.github.com"),
+        ("github", "https://ghe.example.com", "https://ghe.example.com/api/v3"),
+        ("github", "https://ghe.example.com/api/v3/", "https://ghe.example.com/api/v3"),
+        ("gitea", "https://git.example.com", "https://git.example.com/api/v1"),
+        ("gitea", "https://git.example.com/sub/api/v1", "https://git.example.com/sub/api/v1"),
+        ("gitlab", "", "https://gitlab.com/api/v4"),
+        ("gitlab", "https://user:pw@gitlab.example.com/", "https://gitlab.example.com/api/v4"),
+    ],
+)
+def test_api_url(kind: str, given: str, expected: str) -> None:
+    assert api_url(kind, given) == expected
+
+
+def test_bad_settings_are_config_errors(client: httpx.Client) -> None:
+    with pytest.raises(ConfigError, match="unknown --forge"):
+        make_forge("bitbucket", "", "a/b", "t", client=client)
+    with pytest.raises(ConfigError, match="--forge-url is required"):
+        make_forge("gitea", "", "a/b", "t", client=client)
+    with pytest.raises(ConfigError, match="OWNER/NAME"):
+        make_forge("github", "", "just-a-name", "t", client=client)
+    with pytest.raises(ConfigError, match="SYNCER_FORGE_TOKEN"):
+        make_forge("github", "", "a/b", "  ", client=client)
+    nested = make_forge("gitlab", "", "group/sub/project", "t", client=client)
+    assert "group/sub/project" in repr(nested) and "'t'" not in repr(nested)
+
+
+def test_render_body_limit_counts_rows_and_keeps_marker() -> None:
+    marker = "<!-- syncer:drift-hash=d1 body-hash=0123456789abcdef -->"
+    rows = [f"| cm | KEY_{i} | a | b |" for i in range(200)]
+    body = "## drift\n\n| o | f | g | l |\n|---|---|---|---|\n" + "\n".join(rows) + "\n\nrun it\n\n" + marker + "\n"
+    cut = render_body_limit(body, 1000)
+    assert len(cut) <= 1000 and cut.rstrip().endswith(marker)
+    kept = sum(1 for line in cut.splitlines() if line.startswith("| cm |"))
+    assert f"… truncated: {200 - kept} more rows; run `syncer diff` to see all" in cut
+    assert render_body_limit(body, len(body)) == body
+
+
+# -- the HTTP helper through httpx's mock transport (no server needed) ----------------------
+
+
+def _mock_forge(handler: Callable[[httpx.Request], httpx.Response], clock: FakeTime) -> tuple[Forge, httpx.Client]:
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    forge = make_forge("github", "https://ghe.example", "acme/infra", TOKEN, client=client,
+                       sleep=clock.sleep, clock=clock.clock)
+    return forge, client
+
+
+def test_retry_after_as_http_date(clock: FakeTime) -> None:
+    answers = iter([
+        httpx.Response(429, headers={"Retry-After": email.utils.formatdate(clock.clock() + 20, usegmt=True)}),
+        httpx.Response(200, json=[]),
+    ])
+    forge, client = _mock_forge(lambda request: next(answers), clock)
+    with client:
+        assert forge.find_open(HEAD, BASE) is None
+    assert len(clock.sleeps) == 1 and 18 <= clock.sleeps[0] <= 21
+
+
+def test_pagination_link_to_another_host_is_refused(clock: FakeTime) -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, json=[], headers={"Link": '<https://evil.example/next?page=2>; rel="next"'})
+
+    forge, client = _mock_forge(handler, clock)
+    with client, pytest.raises(ForgeError, match="refusing to send the token"):
+        forge.find_open(HEAD, BASE)
+    assert all(url.startswith("https://ghe.example/api/v3/") for url in seen)
+
+
+def test_auth_headers_per_forge(clock: FakeTime) -> None:
+    sent: dict[str, httpx.Headers] = {}
+    for kind in KINDS:
+        def handler(request: httpx.Request, kind: str = kind) -> httpx.Response:
+            sent[kind] = request.headers
+            return httpx.Response(200, json=[])
+
+        with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+            make_forge(kind, "https://git.example", "acme/infra", TOKEN, client=client).find_open(HEAD, BASE)
+    assert sent["github"]["authorization"] == f"Bearer {TOKEN}"
+    assert sent["gitea"]["authorization"] == f"token {TOKEN}"
+    assert sent["gitlab"]["private-token"] == TOKEN and "authorization" not in sent["gitlab"]

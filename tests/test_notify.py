@@ -1,0 +1,183 @@
+"""Webhooks against a loopback receiver, and the redaction helpers."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+
+from syncer.forges.base import PullRequest
+from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef
+from syncer.notify import Notifier, is_slack, shown_url
+from syncer.redact import REDACTED, redact_text, redact_url, redact_value
+
+
+class Receiver:
+    """Records POSTs; ``/fail`` answers 500, ``/hang`` never answers in time."""
+
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, dict[str, Any]]] = []
+        self.release = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                receiver.posts.append((self.path, data))
+                if self.path.startswith("/hang"):
+                    receiver.release.wait(10)
+                    return
+                status = 500 if self.path.startswith("/fail") else 200
+                body = b"internal trouble" if status == 500 else b"ok"
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.stop()
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client() as c:
+        yield c
+
+
+PR = PullRequest(
+    number=3, url="https://git.example/acme/infra/pull/3", state="open", title="syncer: asgard drift",
+    body="long body", labels=("syncer",), head="syncer/asgard", base="main",
+)
+DRIFTS = [
+    {"kind": "ConfigMap", "namespace": "ai", "name": "ollama-endpoint-manager", "path": "data.MAC_ADDRS",
+     "git": "192.168.68.58", "live": "192.168.68.75 100.115.97.90", "class": "value"},
+    {"kind": "ConfigMap", "namespace": "ai", "name": "litellm", "path": "data.API_TOKEN",
+     "git": "old-secret", "live": "new-secret", "class": "value", "detail": "old-secret -> new-secret"},
+    {"kind": "Secret", "namespace": "ai", "name": "creds", "path": "data.url",
+     "git": "aHR0cA==", "live": "aHR0cHM=", "class": "value"},
+]
+
+
+def payload() -> dict[str, Any]:
+    return {"installation": "asgard", "summary": "3 drifted fields", "pr": PR, "drifts": DRIFTS}
+
+
+def test_generic_payload(receiver: Receiver, client: httpx.Client) -> None:
+    notifier = Notifier([f"{receiver.url}/hook"], client)
+    assert notifier.notify("pr.opened", payload()) == []
+    [(path, data)] = receiver.posts
+    assert path == "/hook"
+    assert data["event"] == "pr.opened" and data["installation"] == "asgard"
+    assert data["summary"] == "3 drifted fields"
+    assert data["pr"]["number"] == 3 and data["pr"]["url"] == PR.url and "body" not in data["pr"]
+    plain, token, secret = data["drifts"]
+    assert plain["live"] == "192.168.68.75 100.115.97.90"
+    assert token["git"] == token["live"] == token["detail"] == REDACTED
+    assert secret["git"] == secret["live"] == REDACTED
+    assert "new-secret" not in json.dumps(data)
+
+
+def test_drift_objects_are_accepted(receiver: Receiver, client: httpx.Client) -> None:
+    drift = Drift(
+        ref=ObjectRef("v1", "ConfigMap", "ai", "litellm"), file="hosts/asgard/litellm.yaml",
+        path=("data", "MASTER_KEY"), git="sk-old", live="sk-new", direction=Direction.CLUSTER,
+        cls=DriftClass.VALUE, action=Action.WRITE, manager="kubectl-edit",
+    )
+    assert Notifier([f"{receiver.url}/hook"], client).notify("pr.updated", {"installation": "asgard", "drifts": [drift]}) == []
+    [(_, data)] = receiver.posts
+    [sent] = data["drifts"]
+    assert sent["path"] == "data.MASTER_KEY" and sent["live"] == REDACTED and sent["manager"] == "kubectl-edit"
+
+
+def test_slack_payload(receiver: Receiver, client: httpx.Client) -> None:
+    notifier = Notifier([f"slack+{receiver.url}/services/T0/B0/xyz"], client)
+    assert notifier.notify("pr.updated", payload()) == []
+    [(path, data)] = receiver.posts
+    assert path == "/services/T0/B0/xyz"
+    assert set(data) == {"text"}
+    text = data["text"]
+    assert "asgard" in text and "pull request updated" in text
+    assert f"<{PR.url}|#3 syncer: asgard drift>" in text
+    assert "data.MAC_ADDRS" in text and "new-secret" not in text
+    assert is_slack("https://hooks.slack.com/services/T0/B0/xyz")
+    assert not is_slack("https://example.com/hooks.slack.com")
+
+
+def test_hanging_receiver_is_bounded(receiver: Receiver, client: httpx.Client) -> None:
+    notifier = Notifier([f"{receiver.url}/hang/secret-path", f"{receiver.url}/ok"], client, timeout=0.5)
+    started = time.monotonic()
+    failures = notifier.notify("drift.cleared", payload())
+    assert time.monotonic() - started < 1.5
+    assert len(failures) == 1
+    assert "timed out" in failures[0] or "Timeout" in failures[0]
+    assert "secret-path" not in failures[0]
+    assert any(path == "/ok" for path, _ in receiver.posts)  # the other URL still got it
+
+
+def test_failing_receivers_report_and_never_raise(receiver: Receiver, client: httpx.Client) -> None:
+    unreachable = "http://127.0.0.1:9/nothing-listens"
+    notifier = Notifier([f"{receiver.url}/fail/T0/B0/abc", unreachable], client, timeout=2, secrets=["abc"])
+    failures = notifier.notify("drift.undeclared", payload())
+    assert len(failures) == 2
+    assert "HTTP 500" in failures[0] and "internal trouble" in failures[0]
+    assert "/fail/T0" not in failures[0]  # webhook paths are secrets
+    assert "127.0.0.1:9" in failures[1]
+    assert notifier.notify("no.such.event", payload())[0].startswith("unknown notification event")
+    assert Notifier([], client).notify("pr.closed", payload()) == []
+
+
+def test_known_secrets_are_masked_in_payloads(receiver: Receiver, client: httpx.Client) -> None:
+    notifier = Notifier([f"{receiver.url}/hook"], client, secrets=["tok-123456"])
+    notifier.notify("pr.closed", {"installation": "asgard", "summary": "token tok-123456 leaked?"})
+    [(_, data)] = receiver.posts
+    assert data["summary"] == "token *** leaked?"
+    assert "tok-123456" not in repr(notifier)
+
+
+@pytest.mark.parametrize(
+    "key", ["API_TOKEN", "db_password", "Passwd", "clientSecret", "SSH_KEY", "aws_credentials", "private", "data.apiKey"]
+)
+def test_redact_value_hides_secret_keys(key: str) -> None:
+    assert redact_value(key, "hunter2") == REDACTED
+
+
+@pytest.mark.parametrize("key", ["MAC_ADDRS", "data.M1_ADDRS", "replicas"])
+def test_redact_value_keeps_plain_keys(key: str) -> None:
+    assert redact_value(key, "192.168.68.75") == "192.168.68.75"
+    assert redact_value("endpoint", "x", patterns=["ENDPOINT"]) == REDACTED
+
+
+def test_redact_text_and_url() -> None:
+    assert redact_text("Bearer s3cr/t! and s3cr%2Ft%21", ["s3cr/t!"]) == "Bearer *** and ***"
+    assert redact_text("nothing", ["", "x" * 3]) == "nothing"
+    assert redact_url("https://oauth2:glpat-abc@gitlab.example/g/p.git") == "https://oauth2:***@gitlab.example/g/p.git"
+    assert redact_url("https://ghp_0123456789abcdefghij@github.com/a/b") == "https://***@github.com/a/b"
+    assert redact_url("https://alice@git.example/a/b") == "https://alice@git.example/a/b"
+    assert redact_url("git@github.com:a/b.git") == "git@github.com:a/b.git"
+    assert shown_url("slack+https://hooks.slack.com/services/T/B/X") == "https://hooks.slack.com/…"
