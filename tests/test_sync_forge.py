@@ -1,0 +1,77 @@
+"""``syncer sync --mode pr`` end to end: real git remote + fake forge over loopback, via the CLI."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLE_LIVE, NOW, git
+
+from fakes.forges import FAKES, FakeForgeServer
+from syncer.cli import main
+
+TOKEN = "forge-token-abc123"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), now=NOW, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(params=sorted(FAKES))
+def forge(request: pytest.FixtureRequest, asgard_repo: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SYNCER_FORGE_TOKEN", TOKEN)
+    with FAKES[request.param](git_dir=asgard_repo.parent / "origin.git", token=TOKEN) as fake:
+        yield fake
+
+
+def sync(repo: Path, fake: FakeForgeServer, live: Path = EXAMPLE_LIVE) -> tuple[int, str, str]:
+    return run("sync", "asgard", "--repo", str(repo), "--live-file", str(live), "--mode", "pr",
+               "--forge", fake.kind, "--forge-url", fake.url, "--forge-repo", fake.repo)
+
+
+def test_rolling_pr_lifecycle(asgard_repo: Path, forge: FakeForgeServer) -> None:
+    code, out, err = sync(asgard_repo, forge)
+    assert (code, err) == (0, ""), out
+    assert "pull request opened" in out
+    assert len(forge.prs) == 1
+    pr = forge.prs[0]
+    assert pr.head == "syncer/asgard" and pr.base == "main"
+    assert "| ConfigMap/ai/ollama-endpoint-manager | hosts/asgard/ollama-endpoint-manager.yaml | data.MAC_ADDRS |" \
+        in pr.body
+    assert "kubectl-edit" in pr.body and "syncer diff asgard --live-file" in pr.body
+    assert TOKEN not in out and TOKEN not in pr.body
+
+    # Same drift again: no write call at all, one PR.
+    before = len(forge.writes)
+    code, out, _ = sync(asgard_repo, forge)
+    assert code == 0 and "pull request unchanged" in out
+    assert len(forge.writes) == before and len(forge.prs) == 1
+
+    # Someone copies the values back by hand: the PR is closed with a comment and the branch goes.
+    git(asgard_repo, "fetch", "-q", "origin")
+    git(asgard_repo, "merge", "-q", "--ff-only", "origin/syncer/asgard")
+    git(asgard_repo, "push", "-q", "origin", "main")
+    code, out, _ = sync(asgard_repo, forge)
+    assert code == 0 and "pull request closed" in out, out
+    assert forge.prs[0].state == "closed"
+    assert git(asgard_repo, "ls-remote", "--heads", "origin", "syncer/asgard") == ""
+
+
+def test_changed_drift_updates_the_same_pr(asgard_repo: Path, forge: FakeForgeServer, tmp_path: Path) -> None:
+    assert sync(asgard_repo, forge)[0] == 0
+    live = tmp_path / "live.yaml"
+    live.write_text(EXAMPLE_LIVE.read_text().replace("192.168.68.75 100.115.97.90", "192.168.68.76 100.115.97.90"))
+    code, out, _ = sync(asgard_repo, forge, live)
+    assert code == 0 and "pull request updated" in out, out
+    assert len(forge.prs) == 1 and "192.168.68.76" in forge.prs[0].body
+
+
+def test_bad_token_is_one_clear_line(asgard_repo: Path, forge: FakeForgeServer,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNCER_FORGE_TOKEN", "wrong-token-xyz")
+    code, out, err = sync(asgard_repo, forge)
+    assert code == 2 and err.count("\n") == 1 and "wrong-token-xyz" not in err + out
+    assert "token" in err.lower()
