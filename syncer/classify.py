@@ -133,9 +133,11 @@ def parse_time(text: str | None) -> datetime | None:
 def ready_addresses(endpoints: dict[str, Any] | None) -> list[str]:
     """IPs (or hostnames) in the ready ``addresses`` of every subset."""
     out: list[str] = []
-    for subset in (endpoints or {}).get("subsets") or []:
-        for addr in (subset or {}).get("addresses") or []:
-            ip = (addr or {}).get("ip") or (addr or {}).get("hostname")
+    subsets = (endpoints or {}).get("subsets")
+    for subset in subsets if isinstance(subsets, list) else []:
+        addresses = subset.get("addresses") if isinstance(subset, dict) else None
+        for addr in addresses if isinstance(addresses, list) else []:
+            ip = (addr.get("ip") or addr.get("hostname")) if isinstance(addr, dict) else None
             if ip:
                 out.append(str(ip))
     return out

@@ -112,8 +112,38 @@ def _line_of(text: str, doc: int) -> int:
     return 1
 
 
+#: Deeper flow nesting than this is refused before parsing: no manifest needs it, and the
+#: YAML scanner slows down badly on pathological depth.
+MAX_FLOW_DEPTH = 128
+
+
+def _flow_depth_exceeded(text: str) -> int | None:
+    """Line (1-based) where ``[``/``{`` nesting first passes MAX_FLOW_DEPTH, else None."""
+    if text.count("[") + text.count("{") <= MAX_FLOW_DEPTH:
+        return None
+    depth, quote, line = 0, "", 1
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_FLOW_DEPTH:
+                return line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return None
+
+
 def parse_documents(text: str, display: str) -> list[Any]:
     """All documents of one YAML text; ConfigError ``file:line: problem`` when malformed."""
+    too_deep = _flow_depth_exceeded(text)
+    if too_deep is not None:
+        raise ConfigError(f"{display}:{too_deep}: YAML nested deeper than {MAX_FLOW_DEPTH} levels; not read")
     try:
         return list(YAML(typ="safe", pure=True).load_all(text))
     except YAMLError as exc:

@@ -109,3 +109,103 @@ def test_secret_in_hosts_is_never_written_back(asgard_repo: Path, tmp_path: Path
     assert git(asgard_repo, "show", "origin/main:hosts/asgard/secret.yaml") + "\n" == secret
     code, out, _ = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "-o", "json")
     assert "new-live-value" not in out and "old-value" not in out and '"action": "report"' in out
+
+
+BOMB = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: bomb, namespace: ai}
+data:
+  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+  h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+"""
+
+
+def test_alias_bomb_in_git_and_live_is_bounded(tmp_path: Path) -> None:
+    import resource
+    import time
+
+    repo = make_repo(tmp_path)
+    (repo / "hosts" / "asgard" / "bomb.yaml").write_text(BOMB)
+    live = tmp_path / "live.yaml"
+    live.write_text(EXAMPLE_LIVE.read_text() + "---\n" + BOMB)
+    start = time.monotonic()
+    code, out, _ = run("diff", "asgard", "--repo", str(repo), "--live-file", str(live))
+    assert time.monotonic() - start < 20
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1024 * 1024  # KiB: under 1 GiB
+    assert code == 2 and "error: ConfigMap/ai/bomb: ConfigMap: more than 200000 nodes to compare" in out
+    assert "data.MAC_ADDRS" in out  # the rest still compared
+
+
+def test_deep_nesting_is_refused_quickly(tmp_path: Path) -> None:
+    import time
+
+    repo = make_repo(tmp_path)
+    deep = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep}\ndata:\n  x: " + "[" * 20000 + "]" * 20000 + "\n"
+    (repo / "hosts" / "asgard" / "deep.yaml").write_text(deep)
+    start = time.monotonic()
+    code, out, _ = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert time.monotonic() - start < 10
+    assert code == 2 and "error: hosts/asgard/deep.yaml:5: YAML nested deeper than 128 levels" in out
+
+
+def test_huge_configmap_value_syncs(asgard_repo: Path, tmp_path: Path) -> None:
+    big = "x" * (1024 * 1024 - 200)
+    cm = asgard_repo / "hosts" / "asgard" / "big.yaml"
+    cm.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n  namespace: ai\ndata:\n  BLOB: {big}\n")
+    git(asgard_repo, "add", ".")
+    git(asgard_repo, "commit", "-qm", "big")
+    git(asgard_repo, "push", "-q", "origin", "main")
+    live = tmp_path / "live.yaml"
+    live.write_text(EXAMPLE_LIVE.read_text() + (
+        "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: big\n    namespace: ai\n"
+        f"  data:\n    BLOB: y{big[1:]}\n"))
+    code, out, _ = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "--mode", "pr")
+    assert code == 0, out[-2000:]
+    git(asgard_repo, "fetch", "-q", "origin")
+    changed = git(asgard_repo, "diff", "--stat", "origin/main", "origin/syncer/asgard", "--", "hosts/asgard/big.yaml")
+    assert "1 insertion(+), 1 deletion(-)" in changed
+
+
+def test_live_object_of_unexpected_shape(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    live = tmp_path / "live.yaml"
+    text = EXAMPLE_LIVE.read_text().replace("  subsets:\n  - addresses:\n    - ip: 192.168.68.75\n    ports:",
+                                            "  subsets: surprise\n  xports:", 1)
+    assert "surprise" in text
+    live.write_text(text)
+    code, out, _ = run("diff", "asgard", "--repo", str(repo), "--live-file", str(live))
+    assert code == 1
+    line = [ln for ln in out.splitlines() if ln.startswith("  subsets:")][0]
+    assert "cleared" in line  # a subsets value that is not a list holds no ready address
+
+
+def test_live_metadata_of_the_wrong_type_costs_only_that_object() -> None:
+    from syncer.config import load_config
+    from syncer.engine import detect
+    from syncer.live import SnapshotSource
+    from syncer.manifests import load_manifests
+    from syncer.model import ObjectRef
+
+    live = SnapshotSource([EXAMPLE_LIVE], "ai")
+    live.objects[ObjectRef("v1", "Endpoints", "ai", "mac-ollama")]["metadata"]["annotations"] = ["odd"]
+    config = load_config(ROOT / "hosts" / "asgard", "asgard", "x")
+    result = detect(config, load_manifests(ROOT, "asgard", "ai"), live, NOW)
+    assert [e.message for e in result.errors] == [
+        "Endpoints/ai/mac-ollama: live object has an unexpected shape (AttributeError: 'list' object has no "
+        "attribute 'get')"]
+    assert {d.ref.name for d in result.drifts} == {"ollama-endpoint-manager", "m1-ollama"}
+
+
+def test_snapshot_object_without_a_name_is_one_clear_error(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path)
+    live = tmp_path / "live.yaml"
+    live.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: [odd]\n")
+    code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(live))
+    assert (code, out) == (2, "")
+    assert err == f"syncer: error: {live} (document 1): ConfigMap has no metadata.name\n"
