@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import Identity, Workspace, origin_url, repo_root
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
@@ -32,12 +33,14 @@ EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
 class _EnvDefaults(argparse.ArgumentParser):
     """An ArgumentParser whose options default to their ``SYNCER_*`` environment twin."""
 
-    def add_argument(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
         action = super().add_argument(*args, **kwargs)
-        long = next((a for a in args if a.startswith("--")), None)
-        if long is None:
+        longs = [a for a in args if a.startswith("--")]
+        if not longs:
             return action
-        env = "SYNCER_" + long[2:].upper().replace("-", "_")
+        # Every long alias has a twin (--resync and --resync-interval); the first one set wins.
+        twins = ["SYNCER_" + long[2:].upper().replace("-", "_") for long in longs]
+        env = next((e for e in twins if e in os.environ), twins[0])
         if env in os.environ and env != "SYNCER_FORGE_TOKEN":
             raw = os.environ[env]
             if kwargs.get("action") == "append":
@@ -85,9 +88,37 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = _EnvDefaults(prog="syncer", description="Copy live Kubernetes values back into git.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
-    _source_flags(sub.add_parser("diff", help="show what differs between git and the cluster"))
-    _sync_flags(sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run"))
+    diff = sub.add_parser("diff", help="show what differs between git and the cluster")
+    _source_flags(diff)
+    sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run")
+    _sync_flags(sync)
+    for p in (diff, sync):
+        p.add_argument("--watch", action="store_true",
+                       help="run again whenever a file under hosts/<installation>/ changes (Ctrl-C to stop)")
+    _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics"))
     return parser
+
+
+def _run_flags(p: argparse.ArgumentParser) -> None:
+    _sync_flags(p)
+    p.add_argument("--listen", default="0.0.0.0:8080", metavar="HOST:PORT",
+                   help="where /healthz, /readyz and /metrics are served")
+    p.add_argument("--resync", "--resync-interval", dest="resync", default="10m", metavar="DURATION",
+                   help="full pass (git fetch + compare) even without events, e.g. 10m")
+    p.add_argument("--debounce", default="5s", metavar="DURATION",
+                   help="wait until the watched objects were quiet this long before a pass")
+    p.add_argument("--leader-elect", action="store_true",
+                   help="take part in leader election (Lease); only the leader writes")
+    p.add_argument("--lease-name", help="name of the Lease (default: syncer-<installation>)")
+    p.add_argument("--lease-duration", default="15s", metavar="DURATION",
+                   help="how long the Lease holds without renewal (renewed every third of it)")
+    p.add_argument("--state-configmap", default="syncer-state", metavar="NAME",
+                   help="ConfigMap (installation's namespace) holding the last agreed state; empty: none")
+    p.add_argument("--config", metavar="FILE",
+                   help="syncer.yaml to use instead of the repository's (e.g. a mounted ConfigMap); reloaded on change")
+    p.add_argument("--log-format", choices=["text", "json"], default="text", help="log line format")
+    p.add_argument("--shutdown-grace", default="7s", metavar="DURATION",
+                   help="on SIGTERM, how long a running pass may still finish before it is abandoned")
 
 
 def _live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
@@ -190,7 +221,114 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     return EXIT_ERROR if out.result.errors else EXIT_OK
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace, datetime, Any], int]] = {"diff": cmd_diff, "sync": cmd_sync}
+def _seconds(text: str, flag: str) -> float:
+    """``5s``, ``10m``, ``1h30m``, or plain (fractional) seconds such as ``0.5``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = parse_duration(text, flag)
+    if value < 0:
+        raise ConfigError(f"{flag}: {text!r} is negative")
+    return value
+
+
+def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
+    """The sidecar: runs until SIGTERM/SIGINT; 0 after a clean shutdown, 2 when it cannot start."""
+    import signal
+    import threading
+
+    import httpx
+
+    from syncer import logs
+    from syncer.loop import LoopSettings
+    from syncer.notify import Notifier
+    from syncer.server import parse_listen
+    from syncer.sidecar import Sidecar, SidecarSettings
+
+    if args.live_file:
+        raise ConfigError("run watches the API server; --live-file is for diff and sync")
+    git_token = _read_secret(args.git_token_file, "--git-token-file")
+    forge = _forge(args)
+    secrets = [os.environ.get("SYNCER_FORGE_TOKEN", ""), git_token,
+               _read_secret(args.token_file, "--token-file") if forge is not None else ""]
+    try:
+        listen = parse_listen(args.listen)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    remote = args.remote
+    if not remote:
+        try:
+            remote = origin_url(Path(args.repo).resolve() if args.repo else repo_root(Path.cwd()))
+        except SyncerError:
+            remote = None
+    if not remote:
+        raise ConfigError("--remote URL is required: the git repository syncer clones from and pushes to")
+    identity = Identity(args.author_name, args.author_email, git_token, args.git_username)
+    with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
+        dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
+        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity)
+        installation = args.installation or default_installation(ws.path)
+        logs.setup(args.log_format, installation=installation, secrets=secrets)
+        notifier = Notifier(args.notify_url, httpx.Client(), secrets=secrets) if args.notify_url else None
+        lease_duration = _seconds(args.lease_duration, "--lease-duration")
+        settings = SidecarSettings(
+            loop=LoopSettings(installation, Mode(args.mode), _reproduce(args, installation),
+                              debounce=_seconds(args.debounce, "--debounce"), resync=_seconds(args.resync, "--resync")),
+            listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
+            lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
+            config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
+            grace=_seconds(args.shutdown_grace, "--shutdown-grace"))
+        api = kube_api_client(args.kubeconfig, args.context)
+        api.configuration.connection_pool_maxsize = 64  # each watched object holds one connection open
+        sidecar = Sidecar(type(api)(api.configuration), ws, settings, forge=forge, notifier=notifier)
+        stop = threading.Event()
+        previous = {}
+        if threading.current_thread() is threading.main_thread():  # SIGTERM during start: stop right after
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        try:
+            try:
+                sidecar.start()
+            except OSError as exc:  # e.g. the --listen port is taken
+                sidecar.stop()
+                raise ConfigError(f"--listen {args.listen}: {exc.strerror or exc}") from None
+            try:
+                while not stop.wait(0.5):
+                    pass
+            finally:
+                sidecar.stop()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    return EXIT_OK
+
+
+def _watching(command: Callable[[argparse.Namespace, datetime, Any], int], args: argparse.Namespace,
+              now: datetime | None, stdout: Any, stderr: Any, secrets: list[str]) -> int:
+    """``diff --watch`` / ``sync --watch``: run, then run again after each change of the files."""
+    import threading
+
+    from syncer.filewatch import rerun_on_change
+    from syncer.manifests import host_dir
+
+    repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
+    directory = host_dir(repo, args.installation or default_installation(repo))
+
+    def once() -> int:
+        try:
+            code = command(args, now or datetime.now(timezone.utc), stdout)
+        except SyncerError as exc:
+            stderr.write(f"syncer: error: {redact_text(exc.message, secrets)}\n")
+            code = EXIT_ERROR
+        stdout.write(f"syncer: watching {directory} for changes (Ctrl-C to stop)\n")
+        stdout.flush()
+        return code
+
+    return rerun_on_change(directory, once, threading.Event())
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, datetime, Any], int]] = {
+    "diff": cmd_diff, "sync": cmd_sync, "run": cmd_run}
 
 
 def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdout: Any = None,
@@ -200,6 +338,8 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     args = build_parser().parse_args(argv)
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     try:
+        if getattr(args, "watch", False):
+            return _watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
         return COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
     except SyncerError as exc:
         stderr.write(f"syncer: error: {redact_text(exc.message, secrets)}\n")

@@ -783,6 +783,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Go's net/http sets TCP_NODELAY; without it, headers and body written separately on a
+    # keep-alive connection stall ~40 ms each on Nagle + delayed ACK.
+    disable_nagle_algorithm = True
     server: _Server
     record: RequestRecord | None = None
 

@@ -1,0 +1,175 @@
+"""The live objects as the watches last saw them: a ``LiveSource`` served from memory.
+
+Watch threads write (``put``, ``stream_up``/``stream_down``, ``fail``); the loop reads
+(``get`` during detection, ``observed_since``, ``dirty_since``/``last_change`` to debounce).
+A pass therefore costs no API request at all.
+
+"Changed" means the compared content changed: the object is normalized (server-owned
+metadata such as resourceVersion and managedFields dropped) and hashed, so a bookmark or a
+status-only update neither wakes the loop nor resets an object's ``observed_since``.
+
+``get`` refuses to answer from data it cannot vouch for, raising a per-object
+``ClusterError`` instead (detection then reports that object and goes on with the rest):
+an object never listed yet, one whose watch is forbidden, or one whose stream has been down
+for longer than ``stale_after``. A short reconnect (the watch resumes from its last
+resourceVersion, so nothing is missed) does not count.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from syncer.errors import ClusterError
+from syncer.model import ObjectRef
+from syncer.normalize import normalize
+
+
+@dataclass
+class _Entry:
+    obj: dict[str, Any] | None = None
+    digest: str | None = None  # None: never listed
+    changed_at: float = 0.0  # clock time the compared content last changed
+    down_since: float | None = None  # stream broken since
+    error: str | None = None  # permanent problem (403, kind not served)
+
+
+def _digest(obj: dict[str, Any] | None) -> str:
+    if obj is None:
+        return "absent"
+    text = json.dumps(normalize(obj), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class LiveCache:
+    #: A watch down for longer than this makes its object "unknown" rather than stale data:
+    #: a minute covers a reconnect with backoff, or an API server restart.
+    STALE_AFTER = 60.0
+
+    def __init__(self, host: str = "", *, clock: Callable[[], float] = time.time,
+                 stale_after: float = STALE_AFTER, on_change: Callable[[], None] = lambda: None) -> None:
+        self.host = host
+        self.clock = clock
+        self.stale_after = stale_after
+        self.on_change = on_change
+        self._lock = threading.Lock()
+        self._entries: dict[ObjectRef, _Entry] = {}
+        self.version = 0  # bumps on every change of compared content (or of a permanent error)
+        self.dirty_since: float | None = None  # first change not yet taken by a pass
+        self.last_change: float | None = None
+        self.api_ok_at: float | None = None
+        self.api_error: str | None = None
+        self.api_error_at: float | None = None
+
+    # -- the watch side -------------------------------------------------------------
+
+    def expect(self, ref: ObjectRef) -> None:
+        with self._lock:
+            self._entries.setdefault(ref, _Entry())
+
+    def forget(self, ref: ObjectRef) -> None:
+        with self._lock:
+            self._entries.pop(ref, None)
+
+    def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> None:
+        """The object as listed or watched (``None``: it does not exist)."""
+        digest = _digest(obj)
+        now = self.clock()
+        with self._lock:
+            entry = self._entries.setdefault(ref, _Entry())
+            changed = digest != entry.digest or entry.error is not None
+            entry.obj, entry.down_since, entry.error = obj, None, None
+            if changed:
+                entry.digest, entry.changed_at = digest, now
+                self._dirty(now)
+            self._reached(now)
+        if changed:
+            self.on_change()
+
+    def stream_up(self, ref: ObjectRef) -> None:
+        with self._lock:
+            entry = self._entries.setdefault(ref, _Entry())
+            entry.down_since = None
+            self._reached(self.clock())
+
+    def stream_down(self, ref: ObjectRef) -> None:
+        with self._lock:
+            entry = self._entries.setdefault(ref, _Entry())
+            if entry.down_since is None:
+                entry.down_since = self.clock()
+
+    def fail(self, ref: ObjectRef, message: str) -> None:
+        """A problem a retry will not fix by itself (403, kind not served)."""
+        with self._lock:
+            entry = self._entries.setdefault(ref, _Entry())
+            changed = entry.error != message
+            entry.error = message
+            if changed:
+                self._dirty(self.clock())
+        if changed:
+            self.on_change()
+
+    def api_reached(self) -> None:
+        with self._lock:
+            self._reached(self.clock())
+
+    def api_unreachable(self, message: str) -> None:
+        with self._lock:
+            self.api_error, self.api_error_at = message, self.clock()
+
+    def _reached(self, now: float) -> None:
+        self.api_ok_at = now
+        self.api_error = self.api_error_at = None
+
+    def _dirty(self, now: float) -> None:
+        self.version += 1
+        self.last_change = now
+        if self.dirty_since is None:
+            self.dirty_since = now
+
+    # -- the loop side --------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"watch cache of API server {self.host}".rstrip()
+
+    def get(self, ref: ObjectRef) -> dict[str, Any] | None:
+        with self._lock:
+            entry = self._entries.get(ref)
+            now = self.clock()
+            if entry is None:
+                raise ClusterError(f"{ref} is not watched", transient=True)
+            if entry.error is not None:
+                raise ClusterError(entry.error, transient=False)
+            if entry.digest is None:
+                raise ClusterError(f"{ref}: not listed yet; compared at the next pass", transient=True)
+            if entry.down_since is not None and now - entry.down_since > self.stale_after:
+                raise ClusterError(f"{ref}: watch down for {now - entry.down_since:.0f}s; not comparing stale data",
+                                   transient=True)
+            return copy.deepcopy(entry.obj)
+
+    def observed_since(self) -> dict[ObjectRef, datetime]:
+        """When each object's compared content last changed, as seen by the watch."""
+        with self._lock:
+            return {ref: datetime.fromtimestamp(e.changed_at, timezone.utc)
+                    for ref, e in self._entries.items() if e.digest is not None}
+
+    def take_dirty(self) -> None:
+        """A pass starts: changes so far are its to handle."""
+        with self._lock:
+            self.dirty_since = None
+
+    def synced(self) -> bool:
+        """Every expected object has been listed (or has failed for good)."""
+        with self._lock:
+            return all(e.digest is not None or e.error is not None for e in self._entries.values())
+
+    def refs(self) -> list[ObjectRef]:
+        with self._lock:
+            return sorted(self._entries)

@@ -1,0 +1,170 @@
+"""The sidecar's HTTP endpoints, on the standard library's ``ThreadingHTTPServer``.
+
+    GET /healthz   200 while the process and its loop are alive: the loop ticked within
+                   3 x its tick, or is inside a pass that has not exceeded ``MAX_PASS``.
+                   503 otherwise (the kubelet restarts the container).
+    GET /readyz    200 when the upstreams answered: the API server and the git remote were
+                   both reached within the last resync interval (plus a grace for the pass
+                   itself) and the latest attempt at each did not fail. 503 with the reason
+                   as text otherwise.
+    GET /metrics   Prometheus text from the sidecar's own registry.
+
+``Health`` is the shared, thread-safe record those answers are computed from; the loop, the
+watchers (through the ``LiveCache``) and git passes report into it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from syncer.livecache import LiveCache
+from syncer.metrics import Metrics
+
+#: Extra time on top of the resync interval before an upstream counts as "not reached
+#: recently": a resync pass itself takes some seconds (git fetch), and must not make the pod
+#: flap unready at every interval boundary.
+READY_GRACE = 30.0
+#: A pass may block this long without the loop counting as stuck: up to two network git
+#: commands (120 s each, see ``gitrepo``) and a forge call with its retries (60 s).
+MAX_PASS = 300.0
+
+
+class Health:
+    def __init__(self, cache: LiveCache, *, tick: float, resync: float, clock: Callable[[], float] = time.time) -> None:
+        self.cache = cache
+        self.tick = tick
+        self.window = resync + READY_GRACE
+        self.clock = clock
+        self._lock = threading.Lock()
+        self.started_at = clock()
+        self.ticked_at: float | None = None
+        self.git_ok_at: float | None = None
+        self.git_error: str | None = None
+        self.pass_since: float | None = None
+
+    def loop_ticked(self) -> None:
+        with self._lock:
+            self.ticked_at = self.clock()
+
+    def pass_started(self) -> None:
+        with self._lock:
+            self.pass_since = self.clock()
+
+    def pass_ended(self) -> None:
+        with self._lock:
+            self.pass_since = None
+            self.ticked_at = self.clock()
+
+    def git_reached(self) -> None:
+        with self._lock:
+            self.git_ok_at, self.git_error = self.clock(), None
+
+    def git_failed(self, message: str) -> None:
+        with self._lock:
+            self.git_error = message
+
+    def healthz(self) -> tuple[bool, str]:
+        now = self.clock()
+        with self._lock:
+            last = self.ticked_at if self.ticked_at is not None else self.started_at
+            running = self.pass_since
+        if running is not None and now - running <= MAX_PASS:
+            return True, f"ok (pass running for {now - running:.0f}s)\n"
+        if running is not None:
+            return False, f"loop stuck: pass running for {now - running:.0f}s (limit {MAX_PASS:.0f}s)\n"
+        age = now - last
+        if age > 3 * self.tick:
+            return False, f"loop stuck: last tick {age:.0f}s ago (limit {3 * self.tick:.0f}s)\n"
+        return True, "ok\n"
+
+    def readyz(self) -> tuple[bool, str]:
+        now = self.clock()
+        problems = []
+        api_ok, api_error = self.cache.api_ok_at, self.cache.api_error
+        if api_error:
+            problems.append(f"API server: {api_error}")
+        elif api_ok is None:
+            problems.append("API server: not reached yet")
+        elif now - api_ok > self.window:
+            problems.append(f"API server: not reached for {now - api_ok:.0f}s")
+        with self._lock:
+            git_ok, git_error = self.git_ok_at, self.git_error
+        if git_error:
+            problems.append(f"git remote: {git_error}")
+        elif git_ok is None:
+            problems.append("git remote: not reached yet")
+        elif now - git_ok > self.window:
+            problems.append(f"git remote: not reached for {now - git_ok:.0f}s")
+        if problems:
+            return False, "".join(p + "\n" for p in problems)
+        return True, "ok\n"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "StatusServer"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        path = self.path.split("?", 1)[0]
+        if path == "/healthz":
+            ok, text = self.server.health.healthz()
+            self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
+        elif path == "/readyz":
+            ok, text = self.server.health.readyz()
+            self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
+        elif path == "/metrics":
+            self._send(200, self.server.metrics.render(), CONTENT_TYPE_LATEST)
+        else:
+            self._send(404, b"not found: try /healthz, /readyz or /metrics\n", "text/plain; charset=utf-8")
+
+    def _send(self, code: int, body: bytes, ctype: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class StatusServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host: str, port: int, health: Health, metrics: Metrics) -> None:
+        if ":" in host:
+            self.address_family = socket.AF_INET6
+        super().__init__((host, port), _Handler)
+        self.health, self.metrics = health, metrics
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def start(self) -> "StatusServer":
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2},
+                                        name="http", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::]:8080`` for IPv6, ``:8080`` for all interfaces)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen {text!r}: expected HOST:PORT, e.g. 0.0.0.0:8080")
+    return host.strip("[]") or "0.0.0.0", int(port)

@@ -1,0 +1,233 @@
+"""``syncer run``: the parts of the sidecar, started and stopped in the right order.
+
+The CLI builds the real clients (Kubernetes ``ApiClient``, git ``Workspace``, forge,
+notifier) and hands them to ``Sidecar``; tests hand it clients pointed at loopback fakes.
+
+Start: probe every permission once with the real request (a 403 is a startup error naming
+verb and resource), list and watch every tracked object, take part in leader election,
+serve HTTP, watch the ``--config`` directory, run the loop.
+
+Stop (SIGTERM): stop the watches, let the current pass finish for up to ``grace`` seconds,
+else abandon it (the next pass starts by resetting the clone to the remote base branch, and
+branch pushes are atomic, so nothing half-written can remain), release the Lease only when no
+pass is still running, stop HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from syncer.config import Config, parse_config
+from syncer.errors import ClusterError, ConfigError
+from syncer.filewatch import DirWatcher
+from syncer.gitrepo import Workspace
+from syncer.lease import LEASE_DURATION, RENEW_INTERVAL, LeaderElector, identity
+from syncer.livecache import LiveCache
+from syncer.logs import event
+from syncer.loop import Loop, LoopSettings, tracked_refs
+from syncer.metrics import Metrics
+from syncer.server import Health, StatusServer
+from syncer.state import DEFAULT_NAME, ConfigMapStore
+from syncer.sync import load_installation
+from syncer.watch import ApiError, WatchSet, WatchSettings, call
+
+if TYPE_CHECKING:
+    from syncer.forges.base import Forge
+    from syncer.notify import Notifier
+
+log = logging.getLogger("syncer.sidecar")
+
+
+class StartupError(ConfigError):
+    """The sidecar cannot run as configured (typically: a permission is missing)."""
+
+
+@dataclass(frozen=True)
+class SidecarSettings:
+    loop: LoopSettings
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    listen: tuple[str, int] | None = ("0.0.0.0", 8080)
+    state_configmap: str | None = DEFAULT_NAME  # None: no state record
+    leader_elect: bool = False
+    lease_name: str = ""  # default syncer-<installation>
+    lease_duration: float = LEASE_DURATION
+    lease_renew: float = RENEW_INTERVAL
+    holder: str = ""  # default: POD_NAME, else host name and pid
+    config_file: Path | None = None
+    #: How long start() waits for every watch's first answer (list + watch) before going on.
+    startup_timeout: float = 30.0
+    #: SIGTERM: how long the current pass may still run; the kubelet's default grace is 30 s
+    #: and we promise to exit within 10 s.
+    grace: float = 7.0
+
+
+class ConfigOverride:
+    """``--config FILE``: syncer.yaml kept outside the repository (typically a mounted ConfigMap)."""
+
+    def __init__(self, path: Path, installation: str) -> None:
+        self.path, self.installation = path, installation
+        self.current = self.read()
+        self.generation = 0
+
+    def read(self) -> Config:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"--config {self.path}: cannot read: {exc}") from exc
+        return parse_config(text, str(self.path), self.installation)
+
+    def reload(self) -> bool:
+        """Re-read the file; True when the config changed. A broken file keeps the old config."""
+        try:
+            new = self.read()
+        except ConfigError as exc:
+            event(log, logging.ERROR, "config reload failed; keeping the previous config", ref=str(self.path),
+                  error=exc.message)
+            return False
+        if new == self.current:
+            return False
+        self.current, self.generation = new, self.generation + 1
+        event(log, logging.INFO, "config reloaded", ref=str(self.path), stableFor=new.stable_for)
+        return True
+
+
+def probe(api: Any, kind: str, path: str, namespace: str, name: str, body: dict[str, Any]) -> list[str]:
+    """Try get, then update (and create when absent) with dryRun: the real requests, nothing
+    written. Returns one message per verb the API server refused."""
+    missing: list[str] = []
+    ref = f"{kind} {namespace}/{name}"
+
+    def attempt(verb: str, method: str, url: str, query: list[tuple[str, str]], payload: Any = None) -> Any:
+        try:
+            return call(api, method, url, query=query, body=payload, what=f"{verb} {ref}")
+        except ApiError as exc:
+            if exc.status in (401, 403):
+                missing.append(f"cannot {verb} {ref}: {exc.message}")
+            elif exc.status != 409:  # 409 on a dry-run create: it exists, so create is allowed
+                raise
+            return None
+
+    current = attempt("get", "GET", f"{path}/{name}", [])
+    if missing:
+        return missing
+    dry = [("dryRun", "All")]
+    if current is None:
+        attempt("create", "POST", path, dry, body)
+    meta = {k: v for k, v in ((current or body).get("metadata") or {}).items() if k != "managedFields"}
+    attempt("update", "PUT", f"{path}/{name}", dry, {**(current or body), "metadata": meta})
+    return missing
+
+
+class Sidecar:
+    def __init__(self, api: Any, ws: Workspace, settings: SidecarSettings, *, forge: "Forge | None" = None,
+                 notifier: "Notifier | None" = None, clock: Callable[[], float] = time.time) -> None:
+        self.api, self.ws, self.settings = api, ws, settings
+        s = settings.loop
+        self.installation = s.installation
+        self.metrics = Metrics(s.installation)
+        self.stop_event = threading.Event()
+        self.cache = LiveCache(api.configuration.host, clock=clock, on_change=self._changed)
+        self.health = Health(self.cache, tick=s.tick, resync=s.resync, clock=clock)
+        self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
+                                on_error=lambda: self.metrics.error("watch"))
+        self.override = ConfigOverride(settings.config_file, s.installation) if settings.config_file else None
+        loaded = load_installation(ws.path, s.installation, self.override.current if self.override else None)
+        self.namespace = loaded.config.namespace
+        self.refs = tracked_refs(loaded)
+        self.store = (ConfigMapStore(api, self.namespace, s.installation, settings.state_configmap)
+                      if settings.state_configmap else None)
+        self.elector = (LeaderElector(api, self.namespace, settings.lease_name or f"syncer-{s.installation}",
+                                      settings.holder or identity(), duration=settings.lease_duration,
+                                      renew=settings.lease_renew, on_change=self._leadership)
+                        if settings.leader_elect else None)
+        self.loop = Loop(s, ws, self.cache, metrics=self.metrics, health=self.health, forge=forge, store=self.store,
+                         notifier=notifier, is_leader=self.is_leader, config=self._config,
+                         on_refs=self.watches.reconcile, clock=clock)
+        self.server: StatusServer | None = None
+        self.dirwatch: DirWatcher | None = None
+        self._thread: threading.Thread | None = None
+        self.metrics.leader.labels(s.installation).set(0 if self.elector else 1)
+
+    def is_leader(self) -> bool:
+        return self.elector.is_leader() if self.elector is not None else True
+
+    def _config(self) -> Config | None:
+        return self.override.current if self.override is not None else None
+
+    def _changed(self) -> None:
+        self.loop.wake()
+
+    def _leadership(self, leader: bool) -> None:
+        self.metrics.leader.labels(self.installation).set(1 if leader else 0)
+        if leader:
+            self.loop.poke("requested")  # a new leader looks at once instead of at the next resync
+
+    def _config_changed(self, _paths: set[str]) -> None:
+        if self.override is not None and self.override.reload():
+            self.loop.poke("config")
+
+    def check_permissions(self) -> None:
+        """Probe state and lease verbs; a missing one is a ``StartupError`` naming it."""
+        missing: list[str] = []
+        try:
+            if self.store is not None:
+                body = {"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": self.store.name, "namespace": self.namespace}}
+                missing += probe(self.api, "ConfigMap", self.store.path, self.namespace, self.store.name, body)
+            if self.elector is not None:
+                body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                        "metadata": {"name": self.elector.name, "namespace": self.namespace}, "spec": {}}
+                missing += probe(self.api, "Lease", self.elector.path, self.namespace, self.elector.name, body)
+        except ClusterError as exc:  # unreachable, 5xx: not a permission problem; readiness will say
+            event(log, logging.WARNING, "could not probe permissions", error=exc.message)
+        if missing:
+            raise StartupError("missing permission (fix the Role): " + "; ".join(missing))
+
+    def start(self, run_loop: bool = True) -> "Sidecar":
+        """Start everything; ``run_loop=False`` leaves the loop to the caller's ``loop.step()``."""
+        s = self.settings
+        self.check_permissions()
+        self.watches.reconcile(self.refs)
+        refused = [e.message for e in self.watches.wait_first(s.startup_timeout)]
+        if refused:
+            self.watches.stop()
+            raise StartupError("missing permission (fix the Role): " + "; ".join(refused))
+        if self.elector is not None:
+            self.elector.try_acquire_or_renew()
+            self.elector.start()
+        if s.listen is not None:
+            self.server = StatusServer(s.listen[0], s.listen[1], self.health, self.metrics).start()
+        if self.override is not None and s.config_file is not None:
+            self.dirwatch = DirWatcher(s.config_file.parent, self._config_changed).start()
+        if run_loop:
+            self._thread = threading.Thread(target=self.loop.run, args=(self.stop_event,), name="loop", daemon=True)
+            self._thread.start()
+        event(log, logging.INFO, "sidecar started", objects=len(self.refs), leader=self.is_leader(),
+              listen=f"{s.listen[0]}:{self.server.port}" if self.server and s.listen else None)
+        return self
+
+    def stop(self) -> bool:
+        """Shut down; True when no pass had to be abandoned."""
+        self.stop_event.set()
+        self.loop.wake()
+        if self.dirwatch is not None:
+            self.dirwatch.stop(1.0)
+        self.watches.stop()
+        finished = True
+        if self._thread is not None:
+            self._thread.join(self.settings.grace)
+            finished = not self._thread.is_alive()
+        if self.elector is not None:
+            # With a pass still running we keep the Lease: it expires on its own, by which time
+            # this process is gone, so two replicas never write at once.
+            self.elector.stop(release=finished)
+        if self.server is not None:
+            self.server.stop()
+        event(log, logging.INFO, "sidecar stopped" if finished else "sidecar stopped; abandoned a running pass")
+        return finished

@@ -1,0 +1,153 @@
+"""syncer's record of the last state where git and the cluster agreed, in a ConfigMap.
+
+The record is the base that decides direction (who moved) for objects that carry no
+``last-applied-configuration`` annotation (objects created with ``kubectl create``, server-side
+apply, Helm, or by a reconciler). Without it every such difference is of *unknown* direction:
+proposed in a PR, never committed directly, and a committed-but-not-applied git change would
+look the same as a live edit.
+
+Layout: ConfigMap ``--state-configmap`` (default ``syncer-state``) in the installation's
+namespace, key ``<installation>.json``, value a JSON map::
+
+    {"v1/ConfigMap/ai/ollama-endpoint-manager": {<the object as git declares it, normalized>}, ...}
+
+Rules:
+
+* an object is recorded whenever git and the cluster agree on it (a pass found no drift);
+  objects no longer declared in git are dropped; Secrets are never recorded (their data
+  would otherwise sit in a ConfigMap);
+* at most one write per pass (``record``), none when nothing changed;
+* writes are PUT with the ConfigMap's ``metadata.resourceVersion`` (optimistic concurrency: an
+  answer 409 means someone else wrote in between; we re-read and write at the next pass); the
+  ConfigMap is created (POST) when absent, and other keys in it are left alone, so several
+  installations can share one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from syncer.config import NEVER_WRITTEN
+from syncer.errors import ClusterError
+from syncer.logs import event
+from syncer.model import ObjectRef
+from syncer.watch import ApiError, call
+
+log = logging.getLogger("syncer.state")
+
+DEFAULT_NAME = "syncer-state"
+LABELS = {"app.kubernetes.io/managed-by": "syncer", "app.kubernetes.io/component": "state"}
+
+
+def ref_key(ref: ObjectRef) -> str:
+    """``apps/v1/Deployment/ai/name``; ``v1/Namespace//ai`` for cluster-scoped objects."""
+    return f"{ref.api_version}/{ref.kind}/{ref.namespace}/{ref.name}"
+
+
+class ConfigMapStore:
+    """A ``BaseStore`` (see ``engine``) backed by one key of a ConfigMap the sidecar owns."""
+
+    def __init__(self, api: Any, namespace: str, installation: str, name: str = DEFAULT_NAME) -> None:
+        self.api, self.namespace, self.name, self.installation = api, namespace, name, installation
+        self.key = f"{installation}.json"
+        self._lock = threading.Lock()
+        self._records: dict[str, dict[str, Any]] = {}
+        self._configmap: dict[str, Any] | None = None  # as last read or written
+        self._loaded = False
+        self.writes = 0
+
+    @property
+    def path(self) -> str:
+        return f"/api/v1/namespaces/{self.namespace}/configmaps"
+
+    def describe(self) -> str:
+        return f"ConfigMap {self.namespace}/{self.name} key {self.key}"
+
+    # -- BaseStore ------------------------------------------------------------------
+
+    def base(self, ref: ObjectRef) -> dict[str, Any] | None:
+        with self._lock:
+            if not self._loaded:
+                raise ClusterError(f"state {self.describe()} not read yet", transient=True)
+            rec = self._records.get(ref_key(ref))
+            return json.loads(json.dumps(rec)) if rec is not None else None
+
+    # -- reading and writing --------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Read the ConfigMap (one GET); an absent ConfigMap or key is an empty record."""
+        cm = call(self.api, "GET", f"{self.path}/{self.name}", what=f"get state {self.describe()}")
+        records: dict[str, dict[str, Any]] = {}
+        raw = ((cm or {}).get("data") or {}).get(self.key)
+        if raw:
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict):
+                records = {str(k): v for k, v in parsed.items() if isinstance(v, dict)}
+            else:
+                event(log, logging.WARNING, "state record is not a JSON map; starting from an empty one",
+                      ref=f"ConfigMap/{self.namespace}/{self.name}", key=self.key)
+        with self._lock:
+            self._configmap, self._records, self._loaded = cm, records, True
+
+    def record(self, agreed: Mapping[ObjectRef, dict[str, Any]], keep: Iterable[ObjectRef]) -> bool:
+        """Record ``agreed`` objects, drop records of objects not in ``keep``; True if written.
+
+        One write at most; none when the record would not change. A 409 (someone wrote in
+        between) re-reads the ConfigMap and leaves the write to the next pass.
+        """
+        kept = {ref_key(r) for r in keep}
+        with self._lock:
+            if not self._loaded:
+                raise ClusterError(f"state {self.describe()} not read yet", transient=True)
+            records = {k: v for k, v in self._records.items() if k in kept}
+            for ref, data in agreed.items():
+                if ref.kind not in NEVER_WRITTEN:
+                    records[ref_key(ref)] = data
+            if records == self._records:
+                return False
+            cm = self._configmap
+        text = json.dumps(records, sort_keys=True, separators=(",", ":"))
+        try:
+            written = self._create(text) if cm is None else self._replace(cm, text)
+        except ApiError as exc:
+            if exc.status == 409:
+                event(log, logging.INFO, "state changed underneath us; re-reading, writing at the next pass",
+                      ref=f"ConfigMap/{self.namespace}/{self.name}")
+                self.refresh()
+                return False
+            raise
+        with self._lock:
+            self._configmap, self._records = written, records
+            self.writes += 1
+        return True
+
+    def _create(self, text: str) -> dict[str, Any]:
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS)},
+                "data": {self.key: text}}
+        created = call(self.api, "POST", self.path, body=body, what=f"create state {self.describe()}")
+        if created is None:
+            raise ClusterError(f"create state {self.describe()}: namespace {self.namespace} not found")
+        return created
+
+    def _replace(self, cm: dict[str, Any], text: str) -> dict[str, Any]:
+        # metadata.resourceVersion stays: it is the precondition of the PUT.
+        meta = {k: v for k, v in (cm.get("metadata") or {}).items() if k != "managedFields"}
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+                                "data": {**(cm.get("data") or {}), self.key: text}}
+        if cm.get("binaryData"):
+            body["binaryData"] = cm["binaryData"]
+        replaced = call(self.api, "PUT", f"{self.path}/{self.name}", body=body,
+                        what=f"update state {self.describe()}")
+        if replaced is None:  # deleted since we read it: create it again at the next pass
+            with self._lock:
+                self._configmap = None
+            raise ApiError(f"update state {self.describe()}: deleted meanwhile", 409)
+        return replaced

@@ -1,0 +1,185 @@
+"""The state record (ConfigMap, optimistic concurrency) and leader election (Lease)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_sidecar import (  # noqa: F401 - fixtures
+    CM, NS, FakeClock, _loopback_only, agreed, api_client, fake, origin_commits, seed, sidecar,
+)
+
+from fakes.kube_api import FakeKubeAPI
+from syncer.lease import LeaderElector
+from syncer.model import ObjectRef
+from syncer.state import ConfigMapStore
+from syncer.sync import Mode
+
+REF = ObjectRef("v1", "ConfigMap", NS, "ollama-endpoint-manager")
+SECRET = ObjectRef("v1", "Secret", NS, "token")
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/ai/leases"
+
+
+def stored(fake: FakeKubeAPI, key: str = "asgard.json") -> Any:
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    return json.loads(cm["data"][key]) if cm else None
+
+
+def writes(fake: FakeKubeAPI, path: str) -> list[tuple[str, Any]]:
+    out = []
+    for r in fake.requests:
+        if r.path.startswith(path) and r.method in ("POST", "PUT"):
+            out.append((r.method, json.loads(r.body)["metadata"].get("resourceVersion")))
+    return out
+
+
+# -- state -----------------------------------------------------------------------------
+
+
+def test_state_is_created_then_replaced_with_its_resource_version(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    api = api_client(fake, tmp_path)
+    store = ConfigMapStore(api, NS, "asgard")
+    store.refresh()
+    assert store.base(REF) is None
+    data = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": REF.name, "namespace": NS},
+            "data": {"A": "1"}}
+    assert store.record({REF: data}, keep=[REF])
+    assert stored(fake) == {"v1/ConfigMap/ai/ollama-endpoint-manager": data}
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    assert cm is not None and cm["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "syncer"
+    rv = cm["metadata"]["resourceVersion"]
+    assert not store.record({REF: data}, keep=[REF])  # unchanged: no write at all
+    assert store.record({REF: {**data, "data": {"A": "2"}}}, keep=[REF])
+    assert writes(fake, "/api/v1/namespaces/ai/configmaps") == [("POST", None), ("PUT", rv)]
+    assert store.base(REF) == {**data, "data": {"A": "2"}}
+    again = ConfigMapStore(api, NS, "asgard")  # a restart reads it back
+    again.refresh()
+    assert again.base(REF) == {**data, "data": {"A": "2"}}
+
+
+def test_a_concurrent_write_is_detected_and_redone_at_the_next_pass(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    api = api_client(fake, tmp_path)
+    mine, theirs = ConfigMapStore(api, NS, "asgard"), ConfigMapStore(api, NS, "other")
+    mine.refresh()
+    theirs.refresh()
+    assert theirs.record({REF: {"v": 1}}, keep=[REF])  # creates the ConfigMap
+    mine.refresh()
+    theirs.record({REF: {"v": 2}}, keep=[REF])  # moves it on behind our back
+    assert not mine.record({REF: {"v": "mine"}}, keep=[REF])  # 409: re-read, no second write now
+    assert mine.record({REF: {"v": "mine"}}, keep=[REF])  # next pass
+    assert stored(fake) == {"v1/ConfigMap/ai/ollama-endpoint-manager": {"v": "mine"}}
+    assert stored(fake, "other.json") == {"v1/ConfigMap/ai/ollama-endpoint-manager": {"v": 2}}  # kept
+    assert [m for m, _ in writes(fake, "/api/v1/namespaces/ai/configmaps")] == ["POST", "PUT", "PUT", "PUT"]
+
+
+def test_secrets_are_never_recorded_and_undeclared_objects_dropped(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    store = ConfigMapStore(api_client(fake, tmp_path), NS, "asgard")
+    store.refresh()
+    other = ObjectRef("v1", "ConfigMap", NS, "gone")
+    assert store.record({REF: {"v": 1}, other: {"v": 2}, SECRET: {"data": {"t": "c2VjcmV0"}}}, keep=[REF, other, SECRET])
+    assert sorted(stored(fake)) == ["v1/ConfigMap/ai/gone", "v1/ConfigMap/ai/ollama-endpoint-manager"]
+    assert store.record({}, keep=[REF])
+    assert sorted(stored(fake)) == ["v1/ConfigMap/ai/ollama-endpoint-manager"]
+
+
+@pytest.mark.parametrize("with_state", [True, False])
+def test_the_record_gives_a_direction_across_restarts(agreed: Path, fake: FakeKubeAPI, tmp_path: Path,
+                                                      with_state: bool) -> None:
+    seed(fake, agreed, applied=False)  # created, not applied: no last-applied annotation to go by
+    clock = FakeClock(datetime(2026, 8, 21, 7, 0, tzinfo=timezone.utc))
+    kw: dict[str, Any] = dict(mode=Mode.COMMIT, clock=clock, state_configmap="syncer-state" if with_state else None)
+    first = sidecar(fake, agreed, tmp_path, "first", **kw)
+    first.start(run_loop=False)
+    assert first.loop.step() is not None
+    first.stop()
+    assert (stored(fake) is not None) is with_state
+    fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "30"}}, manager="kubectl-edit")
+    second = sidecar(fake, agreed, tmp_path, "second", **kw)  # a new process
+    second.start(run_loop=False)
+    report = second.loop.step()
+    second.stop()
+    assert report is not None and report.outcome is not None
+    [drift] = report.outcome.result.drifts
+    if with_state:
+        assert drift.direction.value == "cluster" and report.outcome.commit is not None
+        assert len(origin_commits(agreed)) == 3
+    else:
+        assert drift.direction.value == "unknown" and report.outcome.commit is None
+        assert any("never committed directly" in m for m in report.outcome.messages)
+        assert len(origin_commits(agreed)) == 2
+
+
+# -- lease -----------------------------------------------------------------------------
+
+
+def electors(fake: FakeKubeAPI, tmp_path: Path) -> tuple[LeaderElector, LeaderElector, FakeClock, FakeClock]:
+    api = api_client(fake, tmp_path)
+    ca, cb = FakeClock(datetime(2026, 1, 1, tzinfo=timezone.utc)), FakeClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
+    a = LeaderElector(api, NS, "syncer-asgard", "pod-a", monotonic=ca, wall=ca)
+    b = LeaderElector(api, NS, "syncer-asgard", "pod-b", monotonic=cb, wall=cb)
+    return a, b, ca, cb
+
+
+def lease(fake: FakeKubeAPI) -> dict[str, Any]:
+    found = fake.get("coordination.k8s.io/v1", "Lease", NS, "syncer-asgard")
+    assert found is not None
+    return dict(found["spec"])
+
+
+def test_one_replica_holds_the_lease_and_renews_it_with_put(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    a, b, ca, cb = electors(fake, tmp_path)
+    assert a.try_acquire_or_renew() and a.is_leader()
+    assert not b.try_acquire_or_renew() and not b.is_leader()
+    spec = lease(fake)
+    assert (spec["holderIdentity"], spec["leaseDurationSeconds"], spec["leaseTransitions"]) == ("pod-a", 15, 0)
+    fake.clear_requests()
+    ca.advance(5)
+    assert a.try_acquire_or_renew()
+    [(method, rv)] = writes(fake, LEASES)
+    assert method == "PUT" and rv is not None and fake.count("GET", LEASES) == 0  # renewal costs one request
+    ca.advance(11)  # no renewal for longer than the renew deadline (10 s): stop acting as leader
+    assert not a.is_leader()
+
+
+def test_an_expired_lease_is_taken_over_on_the_observers_own_clock(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    a, b, ca, cb = electors(fake, tmp_path)
+    assert a.try_acquire_or_renew()
+    assert not b.try_acquire_or_renew()
+    cb.advance(14)
+    assert not b.try_acquire_or_renew()  # the record has not changed for 14 s: not expired yet
+    cb.advance(2)
+    assert b.try_acquire_or_renew() and b.is_leader()
+    spec = lease(fake)
+    assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("pod-b", 1)
+    ca.advance(16)
+    assert not a.try_acquire_or_renew() and not a.is_leader()  # 409, then sees pod-b's fresh record
+
+
+def test_releasing_hands_over_at_once(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    a, b, ca, cb = electors(fake, tmp_path)
+    changes: list[bool] = []
+    a.on_change = changes.append
+    assert a.try_acquire_or_renew()
+    assert not b.try_acquire_or_renew()
+    a.release()
+    assert lease(fake)["holderIdentity"] == "" and changes == [True, False]
+    assert b.try_acquire_or_renew()  # no waiting for expiry
+
+
+def test_losing_the_race_for_a_free_lease_is_a_409_not_two_leaders(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    a, b, ca, cb = electors(fake, tmp_path)
+    assert a.try_acquire_or_renew()
+    a.release()
+
+    class Racer(LeaderElector):
+        def _put(self, lease_obj: dict[str, Any], spec: dict[str, Any]) -> bool:
+            assert a.try_acquire_or_renew()  # a takes the free Lease between our GET and our PUT
+            return super()._put(lease_obj, spec)
+
+    racer = Racer(api_client(fake, tmp_path), NS, "syncer-asgard", "pod-b", monotonic=cb, wall=cb)
+    assert not racer.try_acquire_or_renew()
+    assert a.is_leader() and lease(fake)["holderIdentity"] == "pod-a"
+    assert fake.count("PUT", LEASES, status=409) == 1
