@@ -43,6 +43,13 @@ class Proposal:
     body: str  # markdown, without the marker
     labels: tuple[str, ...]
     drift_hash: str  # identifies the drift content (same drift => same hash)
+    #: What the body says in substance; when set, the body is rewritten only when this
+    #: changes, so volatile details (a pick's re-made time after a flap) cause no update.
+    fingerprint: str = ""
+
+    @property
+    def body_key(self) -> str:
+        return self.fingerprint or self.body
 
 
 class PrOutcome(str, enum.Enum):
@@ -79,7 +86,7 @@ def marker_drift(drift_hash: str) -> str:
 def render_marker(proposal: Proposal) -> str:
     return (
         f"<!-- syncer:drift-hash={marker_drift(proposal.drift_hash)} "
-        f"body-hash={body_hash(proposal.body)} -->"
+        f"body-hash={body_hash(proposal.body_key)} -->"
     )
 
 
@@ -205,7 +212,7 @@ def _changes(pr: PullRequest, proposal: Proposal, body: str) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     if pr.title != proposal.title:
         changes["title"] = proposal.title
-    if parse_marker(pr.body) != (marker_drift(proposal.drift_hash), body_hash(proposal.body)):
+    if parse_marker(pr.body) != (marker_drift(proposal.drift_hash), body_hash(proposal.body_key)):
         changes["body"] = body
     if not same_labels(pr.labels, proposal.labels):
         changes["labels"] = proposal.labels

@@ -32,6 +32,18 @@ def drift_hash(drifts: Sequence[Drift]) -> str:
     return h.hexdigest()[:16]
 
 
+def pr_fingerprint(result: Result, written: Sequence[Drift], title: str, labels: Sequence[str]) -> str:
+    """The substance of a PR: which values it writes and which warnings stand, without times."""
+    h = hashlib.sha256()
+    rows = [[str(d.ref), d.file, d.path_text, d.git, d.live, d.cls.value, d.direction.value, d.manager]
+            for d in written]
+    rows += [[str(d.ref), d.path_text, d.cls.value, d.direction.value, d.detail] for d in result.drifts
+             if d not in written and d.cls is not DriftClass.CLEARED and d.action is not Action.WAIT]
+    rows.sort(key=lambda row: json.dumps(row, default=str))
+    h.update(json.dumps([title, sorted(labels), rows], sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
 def _paint(text: str, color: str, enabled: bool) -> str:
     return f"{_COLORS[color]}{text}{_RESET}" if enabled else text
 
@@ -106,7 +118,7 @@ def pr_title(installation: str, drifts: Sequence[Drift]) -> str:
 
 def pr_labels(result: Result) -> tuple[str, ...]:
     labels = ["syncer", "drift"]
-    if any(d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED) for d in result.drifts):
+    if any(d.cls is DriftClass.UNDECLARED for d in result.drifts):  # not CLEARED: it comes and goes
         labels.append("needs-attention")
     return tuple(labels)
 
@@ -130,7 +142,11 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
     if unknown:
         lines += ["", f"{len(unknown)} of these have no known base (no last-applied annotation and no record of the "
                       "last agreed state): check that the live value, not git's, is the one to keep."]
-    others = [d for d in result.drifts if d not in written]
+    # Transient states stay out of the PR: a cleared Endpoints (an outage, reported by logs,
+    # metrics and webhooks) and values still waiting to be stable would rewrite the PR at
+    # every flap.
+    others = [d for d in result.drifts if d not in written and d.cls is not DriftClass.CLEARED
+              and d.action is not Action.WAIT]
     if others:
         lines += ["", "### Reported, not written", ""]
         for d in others:

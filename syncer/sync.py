@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from syncer.config import Config, load_config
 from syncer.engine import BaseStore, detect
-from syncer.errors import GitError
+from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.live import LiveSource
 from syncer.manifests import Manifests, host_dir, load_manifests
-from syncer.model import Direction, Drift, ObjectRef, Result
-from syncer.report import commit_message, drift_hash, pr_body, pr_labels, pr_title
+from syncer.model import Action, Direction, Drift, DriftClass, Edit, ObjectRef, Result
+from syncer.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
 from syncer.writeback import FileChange, plan_changes, write_changes
 
 if TYPE_CHECKING:
@@ -129,6 +129,56 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
     raise GitError(f"{ws.base} kept moving: gave up after {MAX_PUSH_ATTEMPTS} attempts; will retry", transient=True)
 
 
+def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> list[Drift]:
+    """Endpoints picks already proposed on the open branch, kept while the backend is away.
+
+    A pick proposed earlier is still the best value known when its Endpoints is cleared (the
+    host sleeps) or re-made and not yet stable again; dropping it would rewrite the branch
+    and the PR at every sleep/wake flap. The edits are recomputed from base to the branch's
+    version, so the branch's bytes come out identical.
+    """
+    from syncer.classify import ready_addresses
+    from syncer.diff import compare
+    from syncer.manifests import object_ref, parse_documents
+    from syncer.normalize import normalize
+    from syncer.values import describe_change
+
+    kept: list[Drift] = []
+    texts: dict[str, list[Any]] = {}
+    for d in result.drifts:
+        if d.ref.kind != "Endpoints" or d.action is Action.WRITE or d.ref not in manifests.objects:
+            continue
+        if d.cls is not DriftClass.CLEARED and d.action is not Action.WAIT:
+            continue
+        obj = manifests.objects[d.ref]
+        if obj.file not in texts:
+            try:
+                texts[obj.file] = parse_documents(ws.git("show", f"{rev}:{obj.file}"), obj.file)
+            except SyncerError:
+                texts[obj.file] = []
+        proposed = None
+        for doc in texts[obj.file]:
+            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
+            for cand in items if isinstance(items, list) else [doc]:
+                try:
+                    if isinstance(cand, dict) and object_ref(cand, obj.ref.namespace, obj.file) == d.ref:
+                        proposed = cand
+                except SyncerError:
+                    continue
+        if proposed is None:
+            continue
+        fds = compare("Endpoints", normalize(obj.data), normalize(proposed))
+        edits = tuple(Edit(fd.path, fd.live, add=fd.cls is DriftClass.ADDED) for fd in fds
+                      if fd.cls in (DriftClass.VALUE, DriftClass.ADDED))
+        if not edits:
+            continue
+        live = " ".join(ready_addresses(proposed)) or None
+        kept.append(replace(d, live=live, cls=DriftClass.PICK, action=Action.WRITE, edits=edits,
+                            detail=describe_change(d.git or "", live or ""),
+                            reason="kept from the open pull request while the backend is away or not yet stable"))
+    return kept
+
+
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
             forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
             observed_since: SinceArg = None) -> Outcome:
@@ -137,11 +187,17 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
 
     branch = f"syncer/{installation}"
     base_sha = ws.sync_to_base()
-    _, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
-                                         observed_since)
-    out = Outcome(result, drifts, changes)
+    loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
+                                              observed_since)
     remote = ws.fetch_branch(branch)
     foreign = ws.foreign_commits(remote) if remote else []
+    if remote and not foreign:
+        kept = keep_transient(ws, remote, result, loaded.manifests)
+        if kept:
+            order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
+            drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
+            changes = plan_changes(ws.path, installation, drifts, loaded.manifests.objects)
+    out = Outcome(result, drifts, changes)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
         if forge is not None:
@@ -169,5 +225,6 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         out.messages.append(f"pushed {branch} at {out.commit[:12]}")
     if forge is not None:
         out.pr = reconcile_pull_request(forge, branch, ws.base,
-                                        Proposal(out.title, out.body, out.labels, drift_hash(drifts)))
+                                        Proposal(out.title, out.body, out.labels, drift_hash(drifts),
+                                                 pr_fingerprint(result, drifts, out.title, out.labels)))
     return out

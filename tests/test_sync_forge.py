@@ -75,3 +75,37 @@ def test_bad_token_is_one_clear_line(asgard_repo: Path, forge: FakeForgeServer,
     code, out, err = sync(asgard_repo, forge)
     assert code == 2 and err.count("\n") == 1 and "wrong-token-xyz" not in err + out
     assert "token" in err.lower()
+
+
+def _flapped(tmp_path: Path, name: str, cleared: bool, when: str) -> Path:
+    """The example snapshot with mac-ollama cleared, or re-made at ``when``."""
+    text = EXAMPLE_LIVE.read_text()
+    if cleared:
+        start = text.index("  subsets:\n  - addresses:\n    - ip: 192.168.68.75")
+        end = text.index("- apiVersion: v1\n  kind: Endpoints", start)
+        text = text[:start] + text[end:]
+    text = text.replace('time: "2026-08-21T08:03:24Z"', f'time: "{when}"')
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_sleep_wake_flapping_never_touches_an_open_pr(asgard_repo: Path, forge: FakeForgeServer,
+                                                      tmp_path: Path) -> None:
+    assert sync(asgard_repo, forge)[0] == 0
+    git(asgard_repo, "fetch", "-q", "origin")
+    branch = git(asgard_repo, "rev-parse", "origin/syncer/asgard")
+    writes = len(forge.writes)
+    timeline = [  # NOW is 2026-09-01T12:00Z
+        _flapped(tmp_path, "a.yaml", True, "2026-09-01T11:55:09Z"),    # host asleep: cleared
+        _flapped(tmp_path, "b.yaml", False, "2026-09-01T11:58:21Z"),   # back 2 min ago: not stable yet
+        _flapped(tmp_path, "c.yaml", True, "2026-09-01T11:59:29Z"),    # asleep again
+        _flapped(tmp_path, "d.yaml", False, "2026-09-01T11:40:24Z"),   # back and stable
+    ]
+    for live in timeline:
+        code, out, _ = sync(asgard_repo, forge, live)
+        assert code == 0, out
+        assert "already holds this change" in out and "pull request unchanged" in out, out
+    git(asgard_repo, "fetch", "-q", "origin")
+    assert git(asgard_repo, "rev-parse", "origin/syncer/asgard") == branch
+    assert len(forge.writes) == writes and len(forge.prs) == 1
