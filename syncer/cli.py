@@ -35,7 +35,7 @@ class _EnvDefaults(argparse.ArgumentParser):
 
     def add_argument(self, *args: Any, **kwargs: Any) -> Any:
         action = super().add_argument(*args, **kwargs)
-        longs = [a for a in args if a.startswith("--")]
+        longs = [a for a in args if a.startswith("--") and a != "--help"]
         if not longs:
             return action
         # Every long alias has a twin (--resync and --resync-interval); the first one set wins.
