@@ -45,7 +45,7 @@ from ruamel.yaml.composer import ComposerError
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.events import (
     AliasEvent, DocumentStartEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
-    SequenceEndEvent, SequenceStartEvent,
+    SequenceEndEvent,
 )
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
@@ -671,7 +671,7 @@ class YamlFile:
         as they do in place.  Otherwise, or when that check fails, the whole document.
         """
         d = self._docs[doc]
-        t = new_t = d.text
+        new_t = d.text
         for start, end, text in sorted(splices, reverse=True):
             new_t = new_t[:start] + text + new_t[end:]
         if not d.refs and self._verify_near(d, path, steps, splices, new_t, op):

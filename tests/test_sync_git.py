@@ -7,7 +7,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from conftest import EXAMPLE_LIVE, NOW, git
 
 from syncer.cli import main

@@ -323,3 +323,39 @@ def _parse_retry_after(value: str, now: float) -> float | None:
     except (TypeError, ValueError):
         return None
     return when.timestamp() - now
+
+
+class ForgeClient:
+    """What every forge module shares: one ``ForgeHttp`` built from the forge's auth style.
+
+    Subclasses set ``kind``, ``max_body``, ``auth_header`` and ``auth_scheme``; each call
+    then goes through ``self._http`` (time-bounded, retried within a budget, token hidden).
+    """
+
+    kind = ""
+    max_body = 65_536
+    auth_header = "Authorization"
+    auth_scheme = "Bearer"
+    headers: Mapping[str, str] = {"Accept": "application/json"}
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        api_url: str,
+        repo: str,
+        token: str,
+        *,
+        timeout: float = 10.0,
+        budget: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._http = ForgeHttp(
+            client, forge=self.kind, api_url=api_url, repo=repo, token=token,
+            auth_header=self.auth_header, auth_scheme=self.auth_scheme,
+            extra_headers={**self.headers, "User-Agent": "syncer"},
+            timeout=timeout, budget=budget, sleep=sleep, clock=clock,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(api_url={self._http.shown_url!r}, repo={self._http.repo!r})"

@@ -8,14 +8,13 @@ cannot be filtered by head server-side, so that filter runs here.
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypedDict, cast
 from urllib.parse import quote
 
 import httpx
 
-from syncer.forges._http import ForgeHttp, excerpt
+from syncer.forges._http import ForgeClient, excerpt
 from syncer.forges.base import PrState, PullRequest
 
 PAGE_LIMIT = 50  # Gitea's default maximum page size
@@ -48,41 +47,17 @@ class _Comment(TypedDict):
     body: str
 
 
-class GiteaForge:
+class GiteaForge(ForgeClient):
     kind = "gitea"
     max_body = 65_536
 
-    def __init__(
-        self,
-        client: httpx.Client,
-        api_url: str,
-        repo: str,
-        token: str,
-        *,
-        timeout: float = 10.0,
-        budget: float = 60.0,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
+    auth_header = "Authorization"
+    auth_scheme = "token"
+
+    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str, **options: Any) -> None:
+        super().__init__(client, api_url, repo, token, **options)
         owner, _, name = repo.partition("/")
         self._repo = f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
-        self._http = ForgeHttp(
-            client,
-            forge=self.kind,
-            api_url=api_url,
-            repo=repo,
-            token=token,
-            auth_header="Authorization",
-            auth_scheme="token",
-            extra_headers={"Accept": "application/json", "User-Agent": "syncer"},
-            timeout=timeout,
-            budget=budget,
-            sleep=sleep,
-            clock=clock,
-        )
-
-    def __repr__(self) -> str:
-        return f"GiteaForge(api_url={self._http.shown_url!r}, repo={self._http.repo!r})"
 
     # -- queries -------------------------------------------------------------------
 

@@ -7,14 +7,13 @@ label implicitly the first time it is set on an issue.
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypedDict, cast
 from urllib.parse import quote
 
 import httpx
 
-from syncer.forges._http import ForgeHttp, Params, excerpt
+from syncer.forges._http import ForgeClient, Params, excerpt
 from syncer.forges.base import PrState, PullRequest
 
 MAX_PAGES = 50  # 100 per page: far more PRs per branch than any repository has
@@ -44,45 +43,18 @@ class _Comment(TypedDict):
     body: str | None
 
 
-class GitHubForge:
+class GitHubForge(ForgeClient):
     kind = "github"
     max_body = 65_536
 
-    def __init__(
-        self,
-        client: httpx.Client,
-        api_url: str,
-        repo: str,
-        token: str,
-        *,
-        timeout: float = 10.0,
-        budget: float = 60.0,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
+    auth_header = "Authorization"
+    auth_scheme = "Bearer"
+    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+
+    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str, **options: Any) -> None:
+        super().__init__(client, api_url, repo, token, **options)
         self._owner, _, name = repo.partition("/")
         self._repo = f"/repos/{quote(self._owner, safe='')}/{quote(name, safe='')}"
-        self._http = ForgeHttp(
-            client,
-            forge=self.kind,
-            api_url=api_url,
-            repo=repo,
-            token=token,
-            auth_header="Authorization",
-            auth_scheme="Bearer",
-            extra_headers={
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": "2022-11-28",
-                "User-Agent": "syncer",
-            },
-            timeout=timeout,
-            budget=budget,
-            sleep=sleep,
-            clock=clock,
-        )
-
-    def __repr__(self) -> str:
-        return f"GitHubForge(api_url={self._http.shown_url!r}, repo={self._http.repo!r})"
 
     # -- queries -------------------------------------------------------------------
 

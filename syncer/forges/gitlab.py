@@ -7,14 +7,13 @@ and labels together. Lists are paged with ``page``/``per_page`` and ``x-next-pag
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypedDict, cast
 from urllib.parse import quote
 
 import httpx
 
-from syncer.forges._http import ForgeHttp, Params, excerpt
+from syncer.forges._http import ForgeClient, Params, excerpt
 from syncer.forges.base import PrState, PullRequest
 
 MAX_PAGES = 50  # 100 per page
@@ -37,40 +36,16 @@ class _Note(TypedDict):
     system: bool
 
 
-class GitLabForge:
+class GitLabForge(ForgeClient):
     kind = "gitlab"
     max_body = 1_000_000
 
-    def __init__(
-        self,
-        client: httpx.Client,
-        api_url: str,
-        repo: str,
-        token: str,
-        *,
-        timeout: float = 10.0,
-        budget: float = 60.0,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._project = f"/projects/{quote(repo, safe='')}"
-        self._http = ForgeHttp(
-            client,
-            forge=self.kind,
-            api_url=api_url,
-            repo=repo,
-            token=token,
-            auth_header="PRIVATE-TOKEN",
-            auth_scheme="",
-            extra_headers={"Accept": "application/json", "User-Agent": "syncer"},
-            timeout=timeout,
-            budget=budget,
-            sleep=sleep,
-            clock=clock,
-        )
+    auth_header = "PRIVATE-TOKEN"
+    auth_scheme = ""
 
-    def __repr__(self) -> str:
-        return f"GitLabForge(api_url={self._http.shown_url!r}, repo={self._http.repo!r})"
+    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str, **options: Any) -> None:
+        super().__init__(client, api_url, repo, token, **options)
+        self._project = f"/projects/{quote(repo, safe='')}"
 
     # -- queries -------------------------------------------------------------------
 
