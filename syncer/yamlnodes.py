@@ -1,0 +1,349 @@
+"""The YAML node tree syncer's editor works on, with each node's character offsets.
+
+ruamel's composer drops the positions of aliased nodes, so this module builds its own tree
+from the parser's events (``load``), and offers the small text-position helpers the editor
+uses to find where a value, a key's colon, a ``-`` or a block scalar's body starts and ends.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.composer import ComposerError
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.events import (
+    AliasEvent, DocumentStartEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
+    SequenceEndEvent,
+)
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+from syncer import yamlscalar as ys
+from syncer.model import Path
+
+KEYS = YAML(typ="safe", pure=True)
+
+
+class Node:
+    """A node with offsets into its document's text (aliases get their own node)."""
+
+    __slots__ = ("kind", "start", "end", "style", "flow", "anchor", "tagged", "empty", "items", "rnode")
+
+    def __init__(self, kind: str, start: int, end: int, rnode: Any) -> None:
+        self.kind = kind  # "scalar" | "map" | "seq" | "alias"
+        self.start, self.end, self.rnode = start, end, rnode
+        self.style: str | None = None
+        self.flow = self.tagged = self.empty = False
+        self.anchor: str | None = None
+        self.items: list[Any] = []  # map: [(key, value)], seq: [item]
+
+    def walk(self) -> Iterator[Node]:
+        yield self
+        for item in self.items:
+            for part in item if self.kind == "map" else (item,):
+                yield from part.walk()
+
+
+@dataclass
+class Doc:
+    text: str
+    root: Node
+    data: Any
+    refs: bool = False  # anchors, aliases, tags or directives: always re-check the whole document
+    aliased: set[str] = field(default_factory=set)
+
+
+class Builder:
+    """Composes documents from ruamel's parser events, keeping offsets and aliases."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.yaml = YAML(typ="safe", pure=True)
+        self.events: Iterator[Any] = iter(self.yaml.parse(text))
+        self.base = 0
+        self.anchors: dict[str, Node] = {}
+        self.doc = Doc("", Node("scalar", 0, 0, None), None)
+
+    def documents(self) -> list[Doc]:
+        docs: list[Doc] = []
+        bases: list[int] = []
+        prev_end: int | None = None
+        for ev in self.events:
+            if not isinstance(ev, DocumentStartEvent):
+                continue
+            base = 0 if not docs else prev_end if prev_end is not None else ev.start_mark.index
+            self.base, self.anchors = base, {}
+            self.doc = Doc("", Node("scalar", 0, 0, None), None, bool(ev.version or ev.tags))
+            self.doc.root = self.node(next(self.events))
+            end = next(self.events)
+            prev_end = nextline(self.text, end.end_mark.index) if end.explicit else None
+            self.doc.data = self.yaml.constructor.construct_document(self.doc.root.rnode)
+            docs.append(self.doc)
+            bases.append(base)
+        for i, doc in enumerate(docs):
+            doc.text = self.text[bases[i]:bases[i + 1] if i + 1 < len(docs) else len(self.text)]
+        return docs
+
+    def node(self, ev: Any) -> Node:
+        b, resolver = self.base, self.yaml.resolver
+        if isinstance(ev, AliasEvent):
+            target = self.anchors.get(ev.anchor)
+            if target is None:
+                raise ComposerError(None, None, f"found undefined alias {ev.anchor!r}", ev.start_mark)
+            n = Node("alias", ev.start_mark.index - b, ev.end_mark.index - b, target.rnode)
+            n.anchor = ev.anchor
+            self.doc.refs = True
+            self.doc.aliased.add(ev.anchor)
+            return n
+        tag = ev.ctag
+        explicit = tag is not None
+        start, end = ev.start_mark.index - b, ev.end_mark.index - b
+        if isinstance(ev, ScalarEvent):
+            if not explicit or str(tag) == "!":
+                tag = resolver.resolve(ScalarNode, ev.value, ev.implicit)
+            n = Node("scalar", start, end, ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style))
+            n.style, n.empty = ev.style, ev.style is None and ev.value == ""
+        else:
+            is_map = isinstance(ev, MappingStartEvent)
+            cls = MappingNode if is_map else SequenceNode
+            if not explicit or str(tag) == "!":
+                tag = resolver.resolve(cls, None, ev.implicit)
+            n = Node("map" if is_map else "seq", start, end, cls(tag, [], ev.start_mark, None, flow_style=ev.flow_style))
+            n.flow = bool(ev.flow_style)
+        if ev.anchor is not None:
+            n.anchor = ev.anchor
+            self.anchors[ev.anchor] = n
+            self.doc.refs = True
+        n.tagged = explicit
+        self.doc.refs |= explicit
+        if n.kind != "scalar":
+            self.children(n)
+        return n
+
+    def children(self, n: Node) -> None:
+        t, b = self.text, self.base
+        stop = MappingEndEvent if n.kind == "map" else SequenceEndEvent
+        while not isinstance(ev := next(self.events), stop):
+            child = self.node(ev)
+            if n.kind == "map":
+                value = self.node(next(self.events))
+                if value.empty and value.start == value.end:  # `key:` - put it right after the colon
+                    i = child.end + b
+                    while i < len(t) and t[i] in " \t":
+                        i += 1
+                    value.start = value.end = (i + 1 - b) if t[i:i + 1] == ":" else child.end
+                n.items.append((child, value))
+                n.rnode.value.append((child.rnode, value.rnode))
+            else:
+                if child.empty and child.start == child.end:  # `-` alone: right after the dash
+                    i = child.start + b - 1
+                    while i > 0 and t[i] in " \t\r\n":
+                        i -= 1
+                    if t[i] == "-":
+                        child.start = child.end = i + 1 - b
+                n.items.append(child)
+                n.rnode.value.append(child.rnode)
+        n.end = ev.end_mark.index - b
+        n.rnode.end_mark = ev.end_mark
+
+
+def load(text: str) -> list[Doc]:
+    return Builder(text).documents()
+
+
+# -- positions in a document's text ------------------------------------------------------
+
+def ls(t: str, i: int) -> int:
+    return t.rfind("\n", 0, i) + 1
+
+
+def nextline(t: str, i: int) -> int:
+    j = t.find("\n", i)
+    return len(t) if j < 0 else j + 1
+
+
+def eol(t: str, i: int) -> int:
+    j = t.find("\n", i)
+    j = len(t) if j < 0 else j
+    return j - 1 if j > i and t[j - 1] == "\r" else j
+
+
+def col(t: str, i: int) -> int:
+    return i - ls(t, i)
+
+
+def cstart(t: str, n: Node) -> int:
+    """Start of the node's content, after any anchor and tag (empty nodes: end of those)."""
+    i = after = n.start
+    if n.kind == "alias" or (n.anchor is None and not n.tagged):
+        return i
+    while t[i:i + 1] in ("&", "!"):
+        while i < len(t) and t[i] not in " \t\r\n":
+            i += 1
+        after = i
+        while i < len(t) and t[i] in (" \t" if n.empty else " \t\r\n#"):
+            i = nextline(t, i) if t[i] == "#" else i + 1
+    return after if n.empty else i
+
+
+def block(t: str, n: Node) -> tuple[int, int, int, str, int]:
+    """Block scalar parts: header position, body start, body end, chomping, indent indicator."""
+    h = cstart(t, n)
+    j, chomp, ind = h + 1, "", 0
+    while j < len(t) and t[j] in "+-0123456789":
+        chomp, ind = (t[j], ind) if t[j] in "+-" else (chomp, int(t[j]))
+        j += 1
+    body = nextline(t, h)
+    if chomp == "+":
+        return h, body, max(n.end, body), chomp, ind
+    end = i = body
+    while i < n.end:
+        nxt = nextline(t, i)
+        if t[i:nxt].strip():
+            end = nxt
+        i = nxt
+    return h, body, end, chomp, ind
+
+
+def cend(t: str, n: Node) -> int:
+    """End of the node's own text (no trailing comment; block scalars: last body line)."""
+    if n.empty:
+        return cstart(t, n)
+    if n.kind in ("map", "seq") and not n.flow:
+        return cend(t, n.items[-1][1] if n.kind == "map" else n.items[-1])
+    if n.kind == "scalar" and n.style in ("|", ">"):
+        h, body, end, _, _ = block(t, n)
+        if end == body:
+            return eol(t, h)
+        end -= t[end - 1] == "\n"
+        return end - (t[end - 1: end] == "\r" and end > body)
+    return n.end
+
+
+def dash(t: str, n: Node) -> int:
+    """Offset just after the ``-`` that introduces sequence item *n* (maybe lines above it)."""
+    end = n.start
+    while end > 0:
+        start = ls(t, end)
+        seg = t[start:end]
+        if end != n.start:  # a whole earlier line: drop its comment
+            cut = next((i for i, c in enumerate(seg) if c == "#" and (i == 0 or seg[i - 1] in " \t")), len(seg))
+            seg = seg[:cut]
+        seg = seg.rstrip(" \t\r\n")
+        if seg.endswith("-"):
+            return start + len(seg)
+        if seg.strip():
+            break
+        end = start - 1
+    raise ValueError("cannot find the '-' of this sequence item")
+
+
+def colon(t: str, key: Node) -> int:
+    i = key.end
+    while i < len(t) and t[i] in " \t":
+        i += 1
+    if t[i:i + 1] != ":":
+        raise ValueError("cannot find the ':' after this key")
+    return i + 1
+
+
+def key(k: Node) -> Any:
+    """The value of a scalar (or aliased scalar) mapping key; None for anything else."""
+    if not isinstance(k.rnode, ScalarNode) or str(k.rnode.tag) == "tag:yaml.org,2002:merge":
+        return None
+    if str(k.rnode.tag) == "tag:yaml.org,2002:str":
+        return k.rnode.value
+    try:
+        return KEYS.constructor.construct_document(k.rnode)
+    except YAMLError:
+        return None
+
+
+def tail(t: str, i: int) -> int:
+    """*i* moved past any blank and comment-only lines (a block scalar may claim them)."""
+    while i < len(t):
+        j = nextline(t, i)
+        line = t[i:j].strip()
+        if line and not line.startswith("#"):
+            break
+        i = j
+    return i
+
+
+def comments_under(t: str, i: int, indent: int) -> int:
+    """*i* moved past comment lines indented deeper than *indent* (and blank lines among them)."""
+    end = i
+    while i < len(t):
+        line = t[i:nextline(t, i)]
+        if line.strip() and not (line.lstrip().startswith("#") and line[:indent + 1].isspace()):
+            break
+        i = nextline(t, i)
+        end = i if line.strip() else end
+    return end
+
+
+def room(t: str, at: int, indent: int) -> tuple[bool, bool]:
+    """Can a new block scalar end just before line *at* (any chomping, and ``|+``)?
+
+    Not before a comment indented deeper than *indent* (it would become content), nor at
+    the end of a file without final newline; ``|+`` not before blank lines either.
+    """
+    i = at
+    while i < len(t) and not t[i:nextline(t, i)].strip():
+        i = nextline(t, i)
+    if i >= len(t):
+        return t.endswith("\n"), t.endswith("\n") and i == at
+    line = t[i:nextline(t, i)]
+    deep = line.lstrip().startswith("#") and line[:indent + 1].isspace()
+    return not deep, not deep and i == at
+
+
+def piece(text: str, column: int, kind: str, want: Any) -> Node | None:
+    """Parse a few block entries alone; their root if they sit at *column* and read as *want*."""
+    try:
+        fresh = load(text)
+    except YAMLError:
+        return None
+    if len(fresh) != 1 or fresh[0].refs or not ys.same(fresh[0].data, want):
+        return None
+    root = fresh[0].root
+    return root if root.kind == kind and not root.flow and root.start == column else None
+
+
+def shift(root: Node, at: int, delta: int) -> None:
+    """Move offsets at or after *at* by *delta* (text was inserted or removed there)."""
+    for n in root.walk():
+        if n.start >= at:
+            n.start, n.end = n.start + delta, n.end + delta
+        elif n.kind in ("map", "seq") and not n.flow:
+            n.end += delta if n.end >= at else 0
+        elif n.end > at:  # a block scalar's trailing blank lines: they now follow the insertion
+            n.end = at
+
+
+def walk(data: Any, path: Path) -> Any:
+    for part in path:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            raise KeyError(part)
+    return data
+
+
+def expected(data: Any, rel: Path, op: tuple[str, Any, Any]) -> Any:
+    """*data* (a private copy) after applying ``(kind, key, value)`` at *rel*."""
+    kind, key, value = op
+    if kind == "set":
+        if not rel:
+            return copy.deepcopy(value)
+        walk(data, rel[:-1])[rel[-1]] = copy.deepcopy(value)
+    elif kind == "add":
+        walk(data, rel)[key] = copy.deepcopy(value)
+    else:
+        del walk(data, rel)[key]
+    return data
