@@ -218,7 +218,33 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
         else:
             out = sync_pr(ws, installation, source, now, reproduce, forge)
     _print_outcome(out, args, stdout)
+    if args.notify_url:
+        for failure in _notify_outcome(args, installation, out):
+            stdout.write(f"syncer: notification failed: {failure}\n")
     return EXIT_ERROR if out.result.errors else EXIT_OK
+
+
+def _notify_outcome(args: argparse.Namespace, installation: str, out: Outcome) -> list[str]:
+    """One-shot notifications: the PR event, and every undeclared or cleared Endpoints seen now."""
+    import httpx
+
+    from syncer.model import DriftClass
+    from syncer.notify import Notifier
+
+    events: list[tuple[str, dict[str, Any]]] = []
+    if out.pr is not None and out.pr.outcome.value in ("opened", "updated", "closed"):
+        events.append((f"pr.{out.pr.outcome.value}", {"summary": out.pr.message, "pr": out.pr.pr,
+                                                      "drifts": [d.to_json() for d in out.written]}))
+    for d in out.result.drifts:
+        if d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED):
+            events.append((f"drift.{d.cls.value}", {"summary": f"{d.ref}: {d.detail}", "drifts": [d.to_json()]}))
+    failures: list[str] = []
+    secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
+    with httpx.Client() as client:
+        notifier = Notifier(args.notify_url, client, secrets=secrets)
+        for name, payload in events:
+            failures += notifier.notify(name, {"installation": installation, **payload})
+    return failures
 
 
 def _seconds(text: str, flag: str) -> float:

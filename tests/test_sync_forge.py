@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,23 @@ def test_sleep_wake_flapping_never_touches_an_open_pr(asgard_repo: Path, forge: 
     git(asgard_repo, "fetch", "-q", "origin")
     assert git(asgard_repo, "rev-parse", "origin/syncer/asgard") == branch
     assert len(forge.writes) == writes and len(forge.prs) == 1
+
+
+def test_one_shot_sync_notifies_pr_events_and_undeclared(asgard_repo: Path, forge: FakeForgeServer,
+                                                         tmp_path: Path) -> None:
+    from fakes.webhook import Receiver
+
+    live = tmp_path / "live.yaml"
+    live.write_text(EXAMPLE_LIVE.read_text().replace("    - ip: 192.168.68.89", "    - ip: 192.168.68.201"))
+    hook = Receiver()
+    try:
+        code, out, _ = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "--mode", "pr",
+                           "--forge", forge.kind, "--forge-url", forge.url, "--forge-repo", forge.repo,
+                           "--notify-url", f"{hook.url}/hook")
+    finally:
+        hook.stop()
+    assert code == 0, out
+    events = [body["event"] for _, body in hook.posts]
+    assert events == ["pr.opened", "drift.undeclared"]
+    assert all(body["installation"] == "asgard" for _, body in hook.posts)
+    assert TOKEN not in json.dumps([body for _, body in hook.posts])
