@@ -103,12 +103,14 @@ def probe(api: Any, kind: str, path: str, namespace: str, name: str, body: dict[
     missing: list[str] = []
     ref = f"{kind} {namespace}/{name}"
 
-    def attempt(verb: str, method: str, url: str, query: list[tuple[str, str]], payload: Any = None) -> Any:
+    def attempt(verb: str, method: str, url: str, query: list[tuple[str, str]], payload: Any = None,
+                refused: Callable[[ApiError], bool] = lambda _: True) -> Any:
         try:
             return call(api, method, url, query=query, body=payload, what=f"{verb} {ref}")
         except ApiError as exc:
             if exc.status in (401, 403):
-                missing.append(f"cannot {verb} {ref}: {exc.message}")
+                if refused(exc):
+                    missing.append(f"cannot {verb} {ref}: {exc.message}")
             elif exc.status != 409:  # 409 on a dry-run create: it exists, so create is allowed
                 raise
             return None
@@ -119,8 +121,17 @@ def probe(api: Any, kind: str, path: str, namespace: str, name: str, body: dict[
     dry = [("dryRun", "All")]
     if current is None:
         attempt("create", "POST", path, dry, body)
+    create_refused = bool(missing)
+
+    def update_refused(exc: ApiError) -> bool:
+        # A PUT of an absent object whose kind allows create-on-update (Lease) is authorized
+        # as `create` too, after `update` passed; kube-apiserver refuses that with an empty
+        # reason ('leases.coordination.k8s.io "x" is forbidden: '). When create was already
+        # refused, that is the same missing create, not a missing update.
+        return not (create_refused and "cannot update" not in exc.message)
+
     meta = {k: v for k, v in ((current or body).get("metadata") or {}).items() if k != "managedFields"}
-    attempt("update", "PUT", f"{path}/{name}", dry, {**(current or body), "metadata": meta})
+    attempt("update", "PUT", f"{path}/{name}", dry, {**(current or body), "metadata": meta}, update_refused)
     return missing
 
 

@@ -240,13 +240,18 @@ class RealCluster:
         self.ca_file.write_text(blocks[-1].lstrip())
         self._ssl = ssl.create_default_context(cafile=str(self.ca_file))
 
-    def restart_apiserver(self) -> float:
-        """Stop kube-apiserver (SIGTERM, then SIGKILL), start it again on the same port.
+    def restart_apiserver(self, grace: float = STOP_TIMEOUT_S) -> float:
+        """Stop kube-apiserver (SIGTERM, then SIGKILL after ``grace`` seconds), start it again
+        on the same port.
 
         etcd keeps running, so all objects survive. Returns the seconds the API was down.
+        With no client watching, SIGTERM ends the server in about a second. An open HTTP/1.1
+        watch keeps it draining for its 60 s shutdown timeout (new connections are refused at
+        once, the open watch stays up), so with a watcher connected the restart costs
+        ``grace`` plus start-up; see docs/realapi.md.
         """
         t0 = time.monotonic()
-        self._terminate(self.apiserver_proc)
+        self._terminate(self.apiserver_proc, grace)
         self._start_apiserver()
         return time.monotonic() - t0
 
@@ -276,12 +281,12 @@ class RealCluster:
             raise ClusterError(f"{name} exited with {proc.returncode}:\n{_tail(log)}")
 
     @staticmethod
-    def _terminate(proc: "subprocess.Popen[bytes] | None") -> None:
+    def _terminate(proc: "subprocess.Popen[bytes] | None", grace: float = STOP_TIMEOUT_S) -> None:
         if proc is None or proc.poll() is not None:
             return
         try:
             os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=STOP_TIMEOUT_S)
+            proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=STOP_TIMEOUT_S)
