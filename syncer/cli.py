@@ -25,7 +25,7 @@ from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.manifests import default_installation
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
-from syncer.sync import Mode, Outcome, dry_run, load_installation, sync_commit, sync_pr
+from syncer.sync import Mode, Outcome, dry_run, sync_commit, sync_pr
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
 
@@ -180,11 +180,19 @@ def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: Any) -> None:
         stdout.write(f"syncer: pull request {out.pr.outcome.value}: {out.pr.message}\n")
 
 
+def _namespace(repo: Path, installation: str) -> str:
+    """The installation's default namespace (from syncer.yaml alone: manifests are parsed later)."""
+    from syncer.config import load_config
+    from syncer.manifests import host_dir
+
+    return load_config(host_dir(repo, installation), installation, f"hosts/{installation}/syncer.yaml").namespace
+
+
 def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
-    loaded = load_installation(repo, installation)
-    out = dry_run(repo, installation, _live_source(args, loaded.config.namespace), now, _reproduce(args, installation))
+    out = dry_run(repo, installation, _live_source(args, _namespace(repo, installation)), now,
+                  _reproduce(args, installation))
     if args.output == "json":
         stdout.write(render_json(out.result))
     else:
@@ -198,8 +206,7 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
-    loaded = load_installation(repo, installation)
-    source = _live_source(args, loaded.config.namespace)
+    source = _live_source(args, _namespace(repo, installation))
     reproduce = _reproduce(args, installation)
     mode = Mode(args.mode)
     if mode is Mode.DRY_RUN:

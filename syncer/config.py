@@ -6,6 +6,7 @@ field: a typo must never silently change what syncer writes to git.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,10 +89,14 @@ class Config:
         return tuple(out)
 
     def candidates_for(self, namespace: str, endpoints: str) -> Candidates | None:
+        return self._candidates_index.get((namespace, endpoints))
+
+    @functools.cached_property
+    def _candidates_index(self) -> dict[tuple[str, str], Candidates]:
+        index: dict[tuple[str, str], Candidates] = {}
         for c in self.candidates:
-            if c.endpoints == endpoints and c.namespace == namespace:
-                return c
-        return None
+            index.setdefault((c.namespace, c.endpoints), c)
+        return index
 
 
 def _expect(value: Any, typ: type | tuple[type, ...], where: str, what: str) -> Any:

@@ -7,7 +7,7 @@ at all, because comparison is driven by what git declares (see ``diff``).
 
 from __future__ import annotations
 
-import copy
+import functools
 import json
 from typing import Any
 
@@ -34,19 +34,25 @@ SERVER_ANNOTATIONS = frozenset(
 
 
 def normalize(obj: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``obj`` without status, server-owned metadata and server annotations."""
-    out = copy.deepcopy(obj)
-    out.pop("status", None)
+    """``obj`` without status, server-owned metadata and server annotations.
+
+    Only the maps it changes are copied (the top level, ``metadata``, ``annotations``); every
+    other subtree is shared with ``obj``, so treat the result as read-only. Deep-copying
+    whole live objects (managedFields, last-applied JSON, status) was most of the time of
+    detection at scale (see bench/RESULTS.md).
+    """
+    out = {k: v for k, v in obj.items() if k != "status"}
     meta = out.get("metadata")
     if isinstance(meta, dict):
-        for key in SERVER_METADATA:
-            meta.pop(key, None)
+        meta = {k: v for k, v in meta.items() if k not in SERVER_METADATA}
         ann = meta.get("annotations")
         if isinstance(ann, dict):
-            for key in SERVER_ANNOTATIONS:
-                ann.pop(key, None)
-            if not ann:
-                meta.pop("annotations", None)
+            ann = {k: v for k, v in ann.items() if k not in SERVER_ANNOTATIONS}
+            if ann:
+                meta["annotations"] = ann
+            else:
+                del meta["annotations"]
+        out["metadata"] = meta
     return out
 
 
@@ -63,6 +69,7 @@ def last_applied(live: dict[str, Any]) -> dict[str, Any] | None:
     return normalize(data) if isinstance(data, dict) else None
 
 
+@functools.lru_cache(maxsize=4096)
 def pointer_to_path(pointer: str) -> Path:
     """JSON pointer ``/spec/replicas`` -> ``("spec", "replicas")``; digits become indexes."""
     parts: list[str | int] = []

@@ -153,3 +153,23 @@ def test_server_defaults_and_ignore_rules_do_not_count(live: SnapshotSource) -> 
     dep["spec"]["template"]["spec"]["containers"][0]["image"] = "python:3.13-alpine"
     d = _by(_detect(live), "Deployment", "spec.template.spec.containers[0].image")
     assert d.action is Action.REPORT  # Deployment is tracked as report
+
+
+def test_json_snapshot_reads_like_yaml(tmp_path: Path) -> None:
+    from ruamel.yaml import YAML
+
+    as_json = tmp_path / "live.json"
+    as_json.write_text(json.dumps(YAML(typ="safe").load(EXAMPLE_LIVE.read_text()), indent=2))
+    a = _detect(SnapshotSource([EXAMPLE_LIVE], "ai")).to_json()
+    b = _detect(SnapshotSource([as_json], "ai")).to_json()
+    assert a == b and len(a["drifts"]) == 4
+
+
+def test_normalize_leaves_the_live_object_alone(live: SnapshotSource) -> None:
+    from syncer.normalize import normalize
+
+    obj = live.objects[ObjectRef("v1", "ConfigMap", "ai", "ollama-endpoint-manager")]
+    before = copy.deepcopy(obj)
+    out = normalize(obj)
+    assert obj == before
+    assert "managedFields" not in out["metadata"] and "annotations" not in out["metadata"]
