@@ -6,7 +6,7 @@ The CLI and the sidecar both call ``detect``; write-back is a separate step fed 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ from syncer.diff import FieldDiff, compare
 from syncer.errors import ClusterError, ConfigError
 from syncer.manifests import GitObject, Manifests
 from syncer.live import LiveSource
-from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result, Track
+from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import get_path, last_applied, normalize, MISSING
 from syncer.values import describe_change
 
@@ -25,6 +25,25 @@ class BaseStore(Protocol):
     """syncer's own record of the last state where git and the cluster agreed."""
 
     def base(self, ref: ObjectRef) -> dict[str, Any] | None: ...
+
+    def proposed(self, ref: ObjectRef) -> Mapping[Path, Sequence[Any]]:
+        """The values syncer proposed (PR or commit) for fields of ``ref``."""
+        ...
+
+    def propose(self, drifts: Sequence[Drift]) -> bool:
+        """Remember ``drifts``' values before they are pushed."""
+        ...
+
+
+def _direction(fd: FieldDiff, bases: list[dict[str, Any]], proposed: Mapping[Path, Sequence[Any]]) -> Direction:
+    """Who moved at ``fd.path``. Git holding exactly a value syncer proposed there (the
+    cluster's value at the time) means git took that value from the cluster: the cluster
+    moved since, even when no pass saw the two agree (its PR merged, then the field edited
+    live again before the next pass), and even while a git-side change of another field
+    of the object keeps the record of the whole object from moving on."""
+    if fd.git is not None and any(v == fd.git and type(v) is type(fd.git) for v in proposed.get(fd.path, ())):
+        return Direction.CLUSTER
+    return classify.direction_from(fd.path, fd.git, fd.live, bases)
 
 
 def _secret_mask(value: Any) -> Any:
@@ -67,6 +86,7 @@ def _object_drifts(
     now: datetime,
     candidates: set[str] | None,
     observed_since: datetime | None,
+    proposed: Mapping[Path, Sequence[Any]] | None = None,
 ) -> list[Drift]:
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
@@ -75,12 +95,13 @@ def _object_drifts(
         return []
     track = config.track_for(ref.kind)
     secret = ref.kind == "Secret"
+    proposed = proposed or {}
     if ref.kind == "Endpoints":
         # One drift per Endpoints: where it points now, classified against its candidates.
         cls = classify.endpoints_class(live, candidates)
         if cls is DriftClass.VALUE and all(fd.cls is DriftClass.ADDED for fd in diffs):
             cls = DriftClass.ADDED
-        dirn = classify.combine([classify.direction_from(fd.path, fd.git, fd.live, bases) for fd in diffs])
+        dirn = classify.combine([_direction(fd, bases, proposed) for fd in diffs])
         manager, when = classify.provenance(live, ("subsets",))
         changed = classify.parse_time(when) or observed_since
         action, reason = classify.decide(ref.kind, cls, dirn, track, changed, now, config.stable_for)
@@ -95,7 +116,7 @@ def _object_drifts(
                       detail, reason, edits)]
     out = []
     for fd in diffs:
-        dirn = classify.direction_from(fd.path, fd.git, fd.live, bases)
+        dirn = _direction(fd, bases, proposed)
         manager, when = classify.provenance(live, fd.path)
         changed = classify.parse_time(when) or observed_since
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
@@ -141,7 +162,8 @@ def detect(
             bases = [b for b in (last_applied(live), store.base(ref) if store is not None else None) if b is not None]
             cands = _candidates(config, ref, source, manifests, cache) if ref.kind == "Endpoints" else None
             since = observed_since.get(ref) if observed_since else None
-            drifts.extend(_object_drifts(obj, live, config, bases, now, cands, since))
+            proposed = store.proposed(ref) if store is not None else None
+            drifts.extend(_object_drifts(obj, live, config, bases, now, cands, since, proposed))
             checked.append(ref)
         except ClusterError as exc:
             if exc.transient and "cannot reach" in exc.message:

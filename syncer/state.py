@@ -9,7 +9,19 @@ look the same as a live edit.
 Layout: ConfigMap ``--state-configmap`` (default ``syncer-state``) in the installation's
 namespace, key ``<installation>.json``, value a JSON map::
 
-    {"v1/ConfigMap/ai/ollama-endpoint-manager": {<the object as git declares it, normalized>}, ...}
+    {"v1/ConfigMap/ai/ollama-endpoint-manager": {<the object as git declares it, normalized>}, ...,
+     "proposed": {"v1/ConfigMap/ai/ollama-endpoint-manager": {"[\"data\", \"A\"]": ["<v1>", "<v2>"]}, ...}}
+
+``proposed`` (a key without ``/``, so never an object's key) holds, per object and field, the
+values syncer proposed in a PR or commit -- values the cluster held at the time -- oldest
+first, at most ``MAX_PROPOSALS``. They are written *before* the push (``propose``), so git
+never holds a proposal syncer does not remember. When git holds one of them, git took it
+from the cluster; a later live change of the field is then the cluster moving, even before
+any pass saw git and the cluster agree (a PR merged, and the field edited live again before
+the next pass; or a reviewer merging an older version of the branch than the newest one).
+Proposals older than the one git holds are dropped as soon as syncer sees that, so a person
+reverting git to one of them later is a git-side change again; the one git holds is never
+dropped, however many newer ones follow while its PR waits.
 
 Rules:
 
@@ -34,13 +46,41 @@ from typing import Any
 from syncer.config import NEVER_WRITTEN
 from syncer.errors import ClusterError
 from syncer.logs import event
-from syncer.model import ObjectRef
+from syncer.model import Drift, ObjectRef, Path
+from syncer.normalize import get_path
 from syncer.watch import ApiError, call
 
 log = logging.getLogger("syncer.state")
 
 DEFAULT_NAME = "syncer-state"
+#: Key of the proposals in the record's JSON map (object keys always contain "/").
+PROPOSED = "proposed"
+#: Proposed values remembered per field: a reviewer merges one of the last few branch versions.
+MAX_PROPOSALS = 8
 LABELS = {"app.kubernetes.io/managed-by": "syncer", "app.kubernetes.io/component": "state"}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return bool(a == b) and type(a) is type(b)
+
+
+def _since(values: list[Any], git: Any) -> list[Any]:
+    """``values`` from the one git holds on (all of them when git holds none)."""
+    for i, value in enumerate(values):
+        if _same(value, git):
+            return values[i:]
+    return values
+
+
+def _remember(values: list[Any], new: Any, git: Any) -> list[Any]:
+    """``values`` (oldest first) with ``new`` added: those older than the one git holds are
+    dropped; the one git holds is always kept, the newest others up to ``MAX_PROPOSALS``."""
+    values = _since(values, git)
+    pinned = values[:1] if values and _same(values[0], git) else []
+    rest = values[len(pinned):]
+    if not any(_same(v, new) for v in values):
+        rest.append(new)
+    return pinned + rest[-(MAX_PROPOSALS - len(pinned)):]
 
 
 def ref_key(ref: ObjectRef) -> str:
@@ -56,6 +96,7 @@ class ConfigMapStore:
         self.key = f"{installation}.json"
         self._lock = threading.Lock()
         self._records: dict[str, dict[str, Any]] = {}
+        self._proposed: dict[str, dict[str, list[Any]]] = {}  # ref key -> {JSON of a field path: values}
         self._configmap: dict[str, Any] | None = None  # as last read or written
         self._loaded = False
         self.writes = 0
@@ -76,12 +117,21 @@ class ConfigMapStore:
             rec = self._records.get(ref_key(ref))
             return json.loads(json.dumps(rec)) if rec is not None else None
 
+    def proposed(self, ref: ObjectRef) -> dict[Path, list[Any]]:
+        """The values syncer proposed for fields of ``ref`` (path -> values, oldest first)."""
+        with self._lock:
+            if not self._loaded:
+                raise ClusterError(f"state {self.describe()} not read yet", transient=True)
+            fields = self._proposed.get(ref_key(ref)) or {}
+            return {tuple(json.loads(p)): json.loads(json.dumps(v)) for p, v in fields.items()}
+
     # -- reading and writing --------------------------------------------------------
 
     def refresh(self) -> None:
         """Read the ConfigMap (one GET); an absent ConfigMap or key is an empty record."""
         cm = call(self.api, "GET", f"{self.path}/{self.name}", what=f"get state {self.describe()}")
         records: dict[str, dict[str, Any]] = {}
+        proposed: dict[str, dict[str, list[Any]]] = {}
         raw = ((cm or {}).get("data") or {}).get(self.key)
         if raw:
             try:
@@ -89,12 +139,16 @@ class ConfigMapStore:
             except ValueError:
                 parsed = None
             if isinstance(parsed, dict):
+                found = parsed.pop(PROPOSED, None)
                 records = {str(k): v for k, v in parsed.items() if isinstance(v, dict)}
+                if isinstance(found, dict):
+                    proposed = {str(k): {str(p): list(vs) for p, vs in v.items() if isinstance(vs, list)}
+                                for k, v in found.items() if isinstance(v, dict)}
             else:
                 event(log, logging.WARNING, "state record is not a JSON map; starting from an empty one",
                       ref=f"ConfigMap/{self.namespace}/{self.name}", key=self.key)
         with self._lock:
-            self._configmap, self._records, self._loaded = cm, records, True
+            self._configmap, self._records, self._proposed, self._loaded = cm, records, proposed, True
 
     def record(self, agreed: Mapping[ObjectRef, dict[str, Any]], keep: Iterable[ObjectRef]) -> bool:
         """Record ``agreed`` objects, drop records of objects not in ``keep``; True if written.
@@ -110,12 +164,17 @@ class ConfigMapStore:
             for ref, data in agreed.items():
                 if ref.kind not in NEVER_WRITTEN:
                     records[ref_key(ref)] = data
-            if records == self._records:
+            proposed = {k: v for k, v in self._proposed.items() if k in kept}
+            for ref, data in agreed.items():  # git and the cluster agree: older proposals are history
+                fields = proposed.get(ref_key(ref))
+                if fields:
+                    proposed[ref_key(ref)] = {p: _since(vs, get_path(data, tuple(json.loads(p))))
+                                              for p, vs in fields.items()}
+            if records == self._records and proposed == self._proposed:
                 return False
             cm = self._configmap
-        text = json.dumps(records, sort_keys=True, separators=(",", ":"))
         try:
-            written = self._create(text) if cm is None else self._replace(cm, text)
+            self._write(cm, records, proposed)
         except ApiError as exc:
             if exc.status == 409:
                 event(log, logging.INFO, "state changed underneath us; re-reading, writing at the next pass",
@@ -123,10 +182,47 @@ class ConfigMapStore:
                 self.refresh()
                 return False
             raise
-        with self._lock:
-            self._configmap, self._records = written, records
-            self.writes += 1
         return True
+
+    def propose(self, drifts: Iterable[Drift]) -> bool:
+        """Remember the values of ``drifts`` (about to be pushed) as syncer's proposals; True if
+        written. Called before the push: any failure (a 409 included) is raised, so the pass
+        retries rather than pushing a proposal that is not remembered."""
+        with self._lock:
+            if not self._loaded:
+                raise ClusterError(f"state {self.describe()} not read yet", transient=True)
+            proposed = {k: dict(v) for k, v in self._proposed.items()}
+            for d in drifts:
+                if d.ref.kind in NEVER_WRITTEN:
+                    continue
+                fields = proposed.setdefault(ref_key(d.ref), {})
+                for edit in d.edits:
+                    key = json.dumps(list(edit.path))
+                    git = d.git if edit.path == d.path else None  # d.git is git's value at d.path only
+                    fields[key] = _remember(list(fields.get(key) or []), edit.value, git)
+            if proposed == self._proposed:
+                return False
+            cm, records = self._configmap, self._records
+        try:
+            self._write(cm, records, proposed)
+        except ApiError as exc:
+            if exc.status == 409:
+                self.refresh()
+                raise ClusterError(f"{self.describe()} changed while recording a proposal; will retry",
+                                   transient=True) from None
+            raise
+        return True
+
+    def _write(self, cm: dict[str, Any] | None, records: dict[str, dict[str, Any]],
+               proposed: dict[str, dict[str, list[Any]]]) -> None:
+        doc: dict[str, Any] = dict(records)
+        if proposed:
+            doc[PROPOSED] = proposed
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        written = self._create(text) if cm is None else self._replace(cm, text)
+        with self._lock:
+            self._configmap, self._records, self._proposed = written, records, proposed
+            self.writes += 1
 
     def _create(self, text: str) -> dict[str, Any]:
         body = {"apiVersion": "v1", "kind": "ConfigMap",

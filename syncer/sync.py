@@ -122,6 +122,8 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
             return out
         write_changes(ws.path, changes)
         out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
+        if store is not None:
+            store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
         if ws.push_base():
             out.messages.append(f"pushed {out.commit[:12]} to {ws.base}")
             return out
@@ -216,6 +218,8 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     write_changes(ws.path, changes)
     out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
     unchanged = remote is not None and ws.tree(remote) == ws.tree() and ws.git("rev-parse", f"{remote}^") == base_sha
+    if store is not None:
+        store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
     if unchanged:
         out.commit = remote
         out.messages.append(f"{branch} already holds this change")
