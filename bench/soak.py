@@ -26,6 +26,7 @@ and, unless ``--no-write``, appended with the command, seed and machine to
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import shlex
@@ -513,7 +514,7 @@ class Soak:
         for sha in syncer_commits:
             patch = w.bare_git("show", "--format=", sha)
             pid = subprocess.run(["git", "patch-id", "--stable"], input=patch + "\n", capture_output=True,
-                                 text=True, cwd=w.bare, env=w.env).stdout.split()
+                                 text=True, cwd=w.bare, env=w.env, check=False).stdout.split()
             ids.setdefault(pid[0] if pid else sha, []).append(sha[:12])
         dups = sum(len(v) - 1 for v in ids.values())
         fig("syncer commits on main", len(syncer_commits))
@@ -558,7 +559,7 @@ class Soak:
                   if u.old == ZERO or u.new == ZERO or not w.is_ancestor(u.old, u.new)]
         forced = forced[1:] if forced and main_updates[0].old == ZERO else forced  # the first push creates it
         reflog = w.bare_git("reflog", "show", "--format=%H", "refs/heads/main").split()
-        reflog_forced = sum(1 for new, old in zip(reflog, reflog[1:]) if not w.is_ancestor(old, new))
+        reflog_forced = sum(1 for new, old in itertools.pairwise(reflog) if not w.is_ancestor(old, new))
         fig("updates of main (hook log) / reflog entries", f"{len(main_updates)} / {len(reflog)}")
         fig("force-pushes of main (a state not an ancestor of the next)", len(forced) + reflog_forced, "0",
             not forced and reflog_forced == 0)

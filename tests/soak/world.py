@@ -98,7 +98,7 @@ class GitFailed(Exception):
 
 def run_git(cwd: Path, *args: str, env: dict[str, str], input: str | None = None) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, env=env, input=input, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60, check=False)
     if done.returncode != 0:
         raise GitFailed(f"git {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
     return done.stdout.strip()
@@ -367,7 +367,7 @@ class World:
 
     def is_ancestor(self, old: str, new: str) -> bool:
         done = subprocess.run(["git", "merge-base", "--is-ancestor", old, new], cwd=self.bare, env=self.env,
-                              capture_output=True)
+                              capture_output=True, check=False)
         return done.returncode == 0
 
     def configmap_data(self, rev: str) -> dict[str, str]:
