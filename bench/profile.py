@@ -121,22 +121,13 @@ def _normalize_pruned(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _normalize_shallow(obj: dict[str, Any]) -> dict[str, Any]:
-    """The same content, sharing everything below ``metadata`` with ``obj`` (safe only for readers)."""
-    from syncer.normalize import SERVER_ANNOTATIONS, SERVER_METADATA
+    """The same content, sharing everything below ``metadata`` with ``obj`` (safe only for readers).
 
-    out = {k: v for k, v in obj.items() if k != "status"}
-    meta = out.get("metadata")
-    if isinstance(meta, dict):
-        meta = {k: v for k, v in meta.items() if k not in SERVER_METADATA}
-        ann = meta.get("annotations")
-        if isinstance(ann, dict):
-            ann = {k: v for k, v in ann.items() if k not in SERVER_ANNOTATIONS}
-            if ann:
-                meta["annotations"] = ann
-            else:
-                meta.pop("annotations", None)
-        out["metadata"] = meta
-    return out
+    This was the proposed fix; ``syncer.normalize.normalize`` now does exactly this.
+    """
+    from syncer.normalize import normalize
+
+    return normalize(obj)
 
 
 def _detect_whatif(repo: Path, source: Any, reps: int) -> tuple[float, float]:
