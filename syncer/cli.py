@@ -20,6 +20,7 @@ from typing import Any
 
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
+from syncer.forges import KINDS as FORGE_KINDS
 from syncer.gitrepo import Identity, Workspace, origin_url, repo_root
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.manifests import default_installation
@@ -67,7 +68,7 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
 def _sync_flags(p: argparse.ArgumentParser) -> None:
     _source_flags(p)
     p.add_argument("--mode", choices=[m.value for m in Mode], default="pr", help="how to write back")
-    p.add_argument("--forge", choices=["github", "gitea", "gitlab", "none"], default="none",
+    p.add_argument("--forge", choices=[*FORGE_KINDS, "none"], default="none",
                    help="forge API for pull requests (none: push the branch and print the PR text)")
     p.add_argument("--forge-url", help="forge base URL (GitHub Enterprise: https://HOST/api/v3)")
     p.add_argument("--forge-repo", metavar="OWNER/NAME", help="repository on the forge")

@@ -5,6 +5,7 @@
      ├── ClusterError     the Kubernetes API or a snapshot file failed
      ├── GitError         clone / commit / push failed
      └── ForgeError       a forge (GitHub, Gitea, GitLab) API call failed
+          └── PullRequestExists   "already open": the lifecycle adopts that one
 
 Every error carries ``transient``: True when retrying the same call later may succeed
 (timeouts, 5xx, 429, a push race), False when a human has to change something first
@@ -44,3 +45,16 @@ class GitError(SyncerError):
 
 class ForgeError(SyncerError):
     """A forge API call failed."""
+
+
+class PullRequestExists(ForgeError):
+    """The forge refused to open a pull request because one from ``head`` into ``base`` is
+    already open (another replica or an earlier, interrupted run opened it). Not a failure:
+    the pull-request lifecycle adopts the open one."""
+
+    transient = True
+
+    def __init__(self, message: str, *, head: str, base: str) -> None:
+        super().__init__(message)
+        self.head = head
+        self.base = base

@@ -8,7 +8,6 @@ credentials stripped from any URL they mention.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import base64
 from dataclasses import dataclass, field
@@ -18,20 +17,13 @@ from git import Git
 from git.exc import GitCommandError
 
 from syncer.errors import GitError
+from syncer.redact import redact_url
 
 #: Network git commands (clone, fetch, push, ls-remote) get this long; a remote that takes
 #: longer is treated as down for this round rather than blocking the loop forever.
 NETWORK_TIMEOUT = 120.0
 LOCAL_TIMEOUT = 30.0
 _EMPTY_HOOKS = Path(tempfile.gettempdir()) / "syncer-no-hooks"
-_USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
-
-
-def redact_url(text: str) -> str:
-    """Drop ``user:token@`` from every URL in ``text``."""
-    return _USERINFO.sub("***@", text)
-
-
 @dataclass(frozen=True)
 class Identity:
     name: str = "syncer"

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from syncer.errors import ForgeError, PullRequestExists
 from syncer.forges.base import Forge, PullRequest, same_labels
 
 MARKER_RE = re.compile(
@@ -195,8 +196,8 @@ def reconcile_pull_request(
             f"pull request #{last.number} ({last.url}) for this same drift was closed without "
             "merging: not opening another until the drift changes",
         )
-    created = forge.create(head, base, proposal.title, body, proposal.labels)
-    changes = _changes(created, proposal, body)  # "already exists" may hand back an older PR
+    created = _create_or_adopt(forge, head, base, proposal, body)
+    changes = _changes(created, proposal, body)  # an adopted PR may say something older
     if changes:
         updated = forge.update(created, **changes)
         return PrResult(
@@ -205,6 +206,19 @@ def reconcile_pull_request(
             f"pull request #{updated.number} already existed; updated {', '.join(changes)} ({updated.url})",
         )
     return PrResult(PrOutcome.OPENED, created, f"opened pull request #{created.number} ({created.url})")
+
+
+def _create_or_adopt(forge: Forge, head: str, base: str, proposal: Proposal, body: str) -> PullRequest:
+    """Open the PR; when the forge says one is already open (another replica, or a run
+    that died between its create and its answer), that one is ours: a duplicate-PR answer
+    is success, never a second PR."""
+    try:
+        return forge.create(head, base, proposal.title, body, proposal.labels)
+    except PullRequestExists as exc:
+        existing = forge.find_open(head, base)
+        if existing is None:
+            raise ForgeError(f"{exc.message}, but none is open", transient=True) from exc
+        return existing
 
 
 def _changes(pr: PullRequest, proposal: Proposal, body: str) -> dict[str, Any]:

@@ -6,7 +6,7 @@ Three tools, all pure:
   (``API_TOKEN``, ``db.password``, ...), for drift tables, PR bodies and webhooks.
 - ``redact_text(text, secrets)``: replace known secret strings (the forge token) wherever
   they occur, also in their URL-encoded form; for log lines and exception messages.
-- ``redact_url(url)``: drop the password (or a token used as user name) from a URL's
+- ``redact_url(text)``: drop the password (or a token used as user name) from every URL's
   userinfo, e.g. a git remote ``https://oauth2:TOKEN@gitlab.example/x.git``.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 #: What a hidden value is replaced with.
 REDACTED = "‹redacted›"
@@ -68,22 +68,25 @@ def redact_text(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-def redact_url(url: str) -> str:
-    """``url`` without the password in its userinfo (``user:***@host``).
+#: ``scheme://userinfo@`` anywhere in a text; userinfo stops at the first "/", "@" or space.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^\s/@]+)@")
 
-    A user name that looks like a token (``https://ghp_xxx@github.com/...``) is masked as
-    well. Strings that are not URLs with a host (``git@host:path``) come back unchanged.
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if "@" not in parts.netloc or not parts.scheme:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, has_password, _ = userinfo.partition(":")
+
+def _mask_userinfo(match: re.Match[str]) -> str:
+    user, has_password, _ = match["userinfo"].partition(":")
     if has_password:
-        userinfo = f"{user}:{MASK}"
-    elif _TOKEN_LIKE_USER.search(user):
-        userinfo = MASK
-    return urlunsplit(parts._replace(netloc=f"{userinfo}@{hostport}"))
+        return f"{match['scheme']}{user}:{MASK}@"
+    if _TOKEN_LIKE_USER.search(user):
+        return f"{match['scheme']}{MASK}@"
+    return match.group(0)
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the password of every URL's userinfo masked (``user:***@host``).
+
+    Works on a bare URL and on free text holding URLs (git's stderr, an exception message).
+    A user name that looks like a token (``https://ghp_xxx@github.com/...``) is masked as
+    well; a plain user name is kept. ``git@host:path`` has no scheme and is left alone.
+    This is syncer's one URL redaction: the forge, git and kubeconfig paths all use it.
+    """
+    return _URL_USERINFO.sub(_mask_userinfo, text)

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes.forges import FAKES, FakeForgeServer, FakeTime, init_bare_repo  # noqa: E402
 
-from syncer.errors import ConfigError, ForgeError  # noqa: E402
+from syncer.errors import ConfigError, ForgeError, PullRequestExists  # noqa: E402
 from syncer.forges import Forge, api_url, make_forge  # noqa: E402
 from syncer.forges._http import ForgeRateLimited  # noqa: E402
 from syncer.pullrequest import (  # noqa: E402
@@ -141,11 +142,33 @@ def test_marker_survives_and_drives_comparison(fake: FakeForgeServer, client: ht
 def test_duplicate_create_answer_is_success(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
     forge = forge_for(fake, client, clock)
     existing = fake.add_pr(HEAD, BASE, title="opened by another replica")
-    pr = forge.create(HEAD, BASE, "a second one", "body", ["syncer"])
-    assert pr.number == existing.number and pr.title == "opened by another replica"
+    with pytest.raises(PullRequestExists):  # the forge says so, in its own words
+        forge.create(HEAD, BASE, "a second one", "body", ["syncer"])
+    # The lifecycle adopts it: one PR, brought up to date, and no second POST.
+    monkey = _CreateFirst(forge)
+    result = reconcile_pull_request(monkey, HEAD, BASE, proposal("dup1"))
+    assert result.pr is not None and result.pr.number == existing.number
     assert len(fake.prs) == 1
     refused = [r for r in fake.requests if r.method == "POST" and r.status in (409, 422)]
-    assert len(refused) == 1  # the forge really said "already exists"
+    assert len(refused) == 2  # the forge really said "already exists", to both calls
+
+
+class _CreateFirst:
+    """A forge whose ``find_open`` misses the PR once (a replica opened it between the
+    lifecycle's look-up and its create), so the lifecycle really meets "already exists"."""
+
+    def __init__(self, forge: Any) -> None:
+        self._forge = forge
+        self._missed = False
+
+    def find_open(self, head: str, base: str) -> Any:
+        if not self._missed:
+            self._missed = True
+            return None
+        return self._forge.find_open(head, base)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._forge, name)
 
 
 def test_create_for_missing_branch_is_a_clear_permanent_error(

@@ -141,3 +141,13 @@ def test_redact_text_and_url() -> None:
     assert redact_url("https://alice@git.example/a/b") == "https://alice@git.example/a/b"
     assert redact_url("git@github.com:a/b.git") == "git@github.com:a/b.git"
     assert shown_url("slack+https://hooks.slack.com/services/T/B/X") == "https://hooks.slack.com/…"
+
+
+def test_one_redact_url_for_free_text_and_bare_urls() -> None:
+    # git's stderr and exception messages hold URLs among other words: each one is redacted
+    # by the same rule as a bare URL.
+    text = "fatal: unable to access 'https://oauth2:glpat-abc@gitlab.example/g/p.git/': 403; also https://bob@host/x"
+    assert redact_url(text) == (
+        "fatal: unable to access 'https://oauth2:***@gitlab.example/g/p.git/': 403; also https://bob@host/x"
+    )
+    assert redact_url("x https://ghp_0123456789abcdefghij@github.com/a y") == "x https://***@github.com/a y"

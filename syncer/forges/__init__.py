@@ -10,32 +10,46 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-import httpx
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 from syncer.errors import ConfigError
 from syncer.forges.base import Forge, PullRequest, same_labels
-from syncer.forges.gitea import GiteaForge
-from syncer.forges.github import GitHubForge
-from syncer.forges.gitlab import GitLabForge
 from syncer.redact import redact_url
 
-__all__ = ["Forge", "PullRequest", "api_url", "make_forge", "same_labels", "KINDS"]
+if TYPE_CHECKING:
+    import httpx
 
-KINDS = ("github", "gitea", "gitlab")
-_DEFAULT_URL = {"github": "https://api.github.com", "gitlab": "https://gitlab.com"}
-_API_SUFFIX = {"github": "/api/v3", "gitea": "/api/v1", "gitlab": "/api/v4"}
-_CLASSES: dict[str, Callable[..., Forge]] = {
-    "github": GitHubForge,
-    "gitea": GiteaForge,
-    "gitlab": GitLabForge,
+__all__ = ["Forge", "PullRequest", "api_url", "make_forge", "same_labels", "KINDS", "FORGES", "ForgeSpec"]
+
+
+@dataclass(frozen=True)
+class ForgeSpec:
+    """Everything syncer knows about one kind of forge. Adding a forge is one entry here
+    (plus its module): the CLI's ``--forge`` choices and every lookup derive from this."""
+
+    client: str  # "module:Class", imported on first use (httpx costs ~0.1 s at start-up)
+    api_suffix: str  # appended to a user-given base URL that lacks it
+    default_url: str = ""  # the public instance, when there is one
+    nested_repo: bool = False  # GROUP/SUBGROUP/PROJECT (and numeric ids) allowed
+
+
+FORGES: dict[str, ForgeSpec] = {
+    "github": ForgeSpec("syncer.forges.github:GitHubForge", "/api/v3", default_url="https://api.github.com"),
+    "gitea": ForgeSpec("syncer.forges.gitea:GiteaForge", "/api/v1"),
+    "gitlab": ForgeSpec(
+        "syncer.forges.gitlab:GitLabForge", "/api/v4", default_url="https://gitlab.com", nested_repo=True
+    ),
 }
+KINDS = tuple(FORGES)
 
 
 def api_url(kind: str, base_url: str) -> str:
     """The API root for ``kind`` from a user-given forge URL (or the public default)."""
-    given = (base_url or _DEFAULT_URL.get(kind, "")).strip()
+    given = (base_url or FORGES[kind].default_url).strip()
     if not given:
         raise ConfigError(f"--forge-url is required for --forge {kind}")
     parts = urlsplit(given)
@@ -47,17 +61,18 @@ def api_url(kind: str, base_url: str) -> str:
     if kind == "github" and host in ("github.com", "www.github.com"):
         return "https://api.github.com"
     # api.github.com and GHE.com data-residency hosts (api.NAME.ghe.com) have no suffix.
-    if not (kind == "github" and host.startswith("api.")) and not path.endswith(_API_SUFFIX[kind]):
-        path += _API_SUFFIX[kind]
+    if not (kind == "github" and host.startswith("api.")) and not path.endswith(FORGES[kind].api_suffix):
+        path += FORGES[kind].api_suffix
     return urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
 def _check_repo(kind: str, repo: str) -> str:
     repo = repo.strip().strip("/").removesuffix(".git")
     segments = repo.split("/")
-    ok = all(segments) and (len(segments) == 2 or (kind == "gitlab" and len(segments) >= 2))
-    if not ok and not (kind == "gitlab" and repo.isdigit()):
-        shape = "GROUP/PROJECT" if kind == "gitlab" else "OWNER/NAME"
+    nested = FORGES[kind].nested_repo
+    ok = all(segments) and (len(segments) == 2 or (nested and len(segments) >= 2))
+    if not ok and not (nested and repo.isdigit()):
+        shape = "GROUP/PROJECT" if nested else "OWNER/NAME"
         raise ConfigError(f"--forge-repo {repo!r} is not {shape}")
     return repo
 
@@ -85,8 +100,13 @@ def make_forge(
         raise ConfigError(f"no token for --forge {kind}: set --token-file or SYNCER_FORGE_TOKEN")
     url = api_url(kind, base_url)
     repo = _check_repo(kind, repo)
-    http_client = client if client is not None else httpx.Client(timeout=timeout)
-    return _CLASSES[kind](
-        http_client, url, repo, token.strip(),
+    if client is None:
+        import httpx
+
+        client = httpx.Client(timeout=timeout)
+    module, _, name = FORGES[kind].client.partition(":")
+    forge_class: Callable[..., Forge] = getattr(import_module(module), name)
+    return forge_class(
+        client, url, repo, token.strip(),
         timeout=timeout, budget=budget, sleep=sleep, clock=clock,
     )

@@ -51,7 +51,8 @@ class Forge(Protocol):
     def create(
         self, head: str, base: str, title: str, body: str, labels: Sequence[str]
     ) -> PullRequest:
-        """Open a PR. If the forge answers that one already exists, return that one."""
+        """Open a PR. Raises ``PullRequestExists`` when the forge answers that one from
+        ``head`` into ``base`` is already open (the lifecycle adopts it)."""
         ...
 
     def update(

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._http import ForgeClient, excerpt
+from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
 PAGE_LIMIT = 50  # Gitea's default maximum page size
@@ -84,12 +85,9 @@ class GiteaForge(ForgeClient):
             permission="write access to pull requests",
         )
         if response.status_code == 409:  # "pull request already exists for these targets"
-            existing = self.find_open(head, base)
-            if existing is not None:
-                return existing
-            raise self._http.error(
+            raise PullRequestExists(
                 f"gitea says a pull request from {head} into {base} already exists on "
-                f"{self._http.repo}, but none is open", transient=True,
+                f"{self._http.repo}", head=head, base=base,
             )
         if response.status_code in (404, 422):  # Gitea answers 404 for a missing branch
             raise self._http.error(

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._http import ForgeClient, Params, excerpt
+from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
 MAX_PAGES = 50  # 100 per page: far more PRs per branch than any repository has
@@ -102,12 +103,9 @@ class GitHubForge(ForgeClient):
         )
         if response.status_code == 422:
             if "a pull request already exists" in response.text.lower():
-                existing = self.find_open(head, base)
-                if existing is not None:
-                    return existing
-                raise self._http.error(
+                raise PullRequestExists(
                     f"github says a pull request from {head} into {base} already exists "
-                    f"on {self._http.repo}, but none is open", transient=True,
+                    f"on {self._http.repo}", head=head, base=base,
                 )
             raise self._http.error(
                 f"github refused to open a pull request from {head} into {base} on "

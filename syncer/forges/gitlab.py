@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._http import ForgeClient, Params, excerpt
+from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
 MAX_PAGES = 50  # 100 per page
@@ -98,12 +99,9 @@ class GitLabForge(ForgeClient):
             permission="api scope and Developer role",
         )
         if response.status_code == 409:  # "Another open merge request already exists ..."
-            existing = self.find_open(head, base)
-            if existing is not None:
-                return existing
-            raise self._http.error(
+            raise PullRequestExists(
                 f"gitlab says a merge request from {head} into {base} already exists on "
-                f"{self._http.repo}, but none is open", transient=True,
+                f"{self._http.repo}", head=head, base=base,
             )
         if response.status_code != 201:
             raise self._http.error(
