@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fakes.forges import FakeGitHub, FakeTime, init_bare_repo  # noqa: E402
 
+from syncer.errors import PullRequestExists  # noqa: E402
 from syncer.forges.github import GitHubForge  # noqa: E402
 from syncer.pullrequest import PrOutcome, Proposal, reconcile_pull_request  # noqa: E402
 
@@ -146,8 +147,8 @@ def test_client_requests_and_fake_responses_match_the_spec(
     for i in range(3):  # so that listing comments needs a second page
         forge.comment(current, f"note {i}")
     assert reconcile_pull_request(forge, HEAD, BASE, second, human_pushed=True).outcome is PrOutcome.HUMAN_PUSHED
-    existing = forge.create(HEAD, BASE, "duplicate", "body", [])  # answered 422 "already exists"
-    assert existing.title == second.title
+    with pytest.raises(PullRequestExists):  # answered 422 "already exists"
+        forge.create(HEAD, BASE, "duplicate", "body", [])
     assert reconcile_pull_request(forge, HEAD, BASE, None).outcome is PrOutcome.CLOSED
 
     seen: set[tuple[str, str]] = set()
