@@ -4,7 +4,7 @@ An installation of ``n`` objects is ``n / 4`` "apps", each a ConfigMap, a select
 Service, its Endpoints and a Deployment -- the asgard pattern (a reconciler config whose
 address list the Endpoints follow), repeated.  About 20 objects go in one file, ten files
 in one folder, with the kinds of comments people write.  Every Endpoints is bound to its
-ConfigMap's ``UPSTREAM_ADDRS`` in ``syncer.yaml``.
+ConfigMap's ``UPSTREAM_ADDRS`` in ``syncer.conf``.
 
 The live side looks like ``kubectl get -o yaml --show-managed-fields``: server metadata,
 managedFields, the last-applied annotation, server defaults and status.  ``drifted`` picks
@@ -134,7 +134,7 @@ metadata:
   labels:
     app.kubernetes.io/name: {app['name']}
 spec:
-  replicas: {1 + i % 3}   # HPA owns this live; ignored by syncer.yaml
+  replicas: {1 + i % 3}   # HPA owns this live; ignored by syncer.conf
   selector:
     matchLabels:
       app.kubernetes.io/name: {app['name']}
@@ -208,7 +208,7 @@ def write_installation(repo: Path, name: str, n: int, drift: float = 0.01, seed:
     """Write ``hosts/<name>/`` under ``repo`` (not committed)."""
     base = repo / "hosts" / name
     base.mkdir(parents=True, exist_ok=True)
-    (base / "syncer.yaml").write_text(config_text(name, n))
+    (base / "syncer.conf").write_text(config_text(name, n))
     docs = objects_text(n)
     files = chunks(docs, PER_FILE)
     for k, group in enumerate(files):

@@ -86,8 +86,8 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
                    help="commit author email; commits by anyone else on syncer's branch mark it as taken over")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _EnvDefaults(prog="syncer", description="Copy live Kubernetes values back into git.")
+def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
+    parser = _EnvDefaults(prog=prog, description="Copy live Kubernetes values back into git.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
     diff = sub.add_parser("diff", help="show what differs between git and the cluster")
     _source_flags(diff)
@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (diff, sync):
         p.add_argument("--watch", action="store_true",
                        help="run again whenever a file under hosts/<installation>/ changes (Ctrl-C to stop)")
+        p.add_argument("-n", "--namespace",
+                       help="default namespace for manifests that name none (as kubectl's -n); "
+                            "overrides the config's namespace")
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics"))
     return parser
 
@@ -134,6 +137,8 @@ def _reproduce(args: argparse.Namespace, installation: str) -> str:
         parts += ["--live-file", f]
     if args.context:
         parts += ["--context", args.context]
+    if getattr(args, "namespace", None):
+        parts += ["-n", args.namespace]
     return shlex.join(parts)
 
 
@@ -181,19 +186,30 @@ def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: Any) -> None:
         stdout.write(f"syncer: pull request {out.pr.outcome.value}: {out.pr.message}\n")
 
 
-def _namespace(repo: Path, installation: str) -> str:
-    """The installation's default namespace (from syncer.yaml alone: manifests are parsed later)."""
+def _namespace(repo: Path, installation: str, override: str | None = None) -> str:
+    """The installation's default namespace (from its config alone: manifests are parsed later)."""
     from syncer.config import load_config
     from syncer.manifests import host_dir
 
-    return load_config(host_dir(repo, installation), installation, f"hosts/{installation}/syncer.yaml").namespace
+    return load_config(host_dir(repo, installation), installation, namespace=override).namespace
+
+
+def _config(args: argparse.Namespace, repo: Path, installation: str) -> Any:
+    """The installation's config with ``-n`` applied; None (load it as usual) without ``-n``."""
+    if not getattr(args, "namespace", None):
+        return None
+    from syncer.config import load_config
+    from syncer.manifests import host_dir
+
+    return load_config(host_dir(repo, installation), installation, namespace=args.namespace)
 
 
 def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
-    out = dry_run(repo, installation, _live_source(args, _namespace(repo, installation)), now,
-                  _reproduce(args, installation))
+    ns = getattr(args, "namespace", None)
+    out = dry_run(repo, installation, _live_source(args, _namespace(repo, installation, ns)), now,
+                  _reproduce(args, installation), config=_config(args, repo, installation))
     if args.output == "json":
         stdout.write(render_json(out.result))
     else:
@@ -207,11 +223,11 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
-    source = _live_source(args, _namespace(repo, installation))
+    source = _live_source(args, _namespace(repo, installation, args.namespace))
     reproduce = _reproduce(args, installation)
     mode = Mode(args.mode)
     if mode is Mode.DRY_RUN:
-        out = dry_run(repo, installation, source, now, reproduce)
+        out = dry_run(repo, installation, source, now, reproduce, config=_config(args, repo, installation))
         _print_outcome(out, args, stdout)
         return EXIT_ERROR if out.result.errors else EXIT_OK
     forge = _forge(args)
@@ -221,10 +237,11 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
         ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity)
+        config = _config(args, ws.path, installation)
         if mode is Mode.COMMIT:
-            out = sync_commit(ws, installation, source, now)
+            out = sync_commit(ws, installation, source, now, config=config)
         else:
-            out = sync_pr(ws, installation, source, now, reproduce, forge)
+            out = sync_pr(ws, installation, source, now, reproduce, forge, config=config)
     _print_outcome(out, args, stdout)
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):
@@ -366,10 +383,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, datetime, Any], int]] = {
 
 
 def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdout: Any = None,
-         stderr: Any = None) -> int:
+         stderr: Any = None, prog: str = "syncer") -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     try:
         if getattr(args, "watch", False):
@@ -381,6 +398,15 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except KeyboardInterrupt:
         stderr.write("syncer: interrupted\n")
         return EXIT_ERROR
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """The kubectl plugin ``kubectl-syncer``: kubectl finds it on PATH and runs it with the words
+    after ``kubectl syncer``, so ``kubectl syncer diff -n ai --context prod`` is ``syncer diff
+    -n ai --context prod``. kubectl hands its own flags over only when they follow the plugin
+    name; ``--kubeconfig``, ``--context`` and ``-n`` mean what they mean to kubectl, and
+    ``$KUBECONFIG`` is honoured as kubectl honours it."""
+    return main(argv, prog="kubectl syncer")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,24 @@
-"""``hosts/<installation>/syncer.yaml``: what to track and how, parsed strictly.
+"""``hosts/<installation>/syncer.conf``: what to track and how, parsed strictly.
 
 Unknown keys, wrong types and bad durations are ConfigErrors naming the file and the
 field: a typo must never silently change what syncer writes to git.
+
+Where the file lives: next to the manifests it governs, under a name no applier picks up.
+``kubectl apply -f DIR`` reads only ``.yaml``/``.yml``/``.json`` files (and subdirectories
+only with ``-R``), Argo CD directory apps ``.yaml``/``.yml``/``.json``/``.jsonnet`` (subdirectories
+with ``recurse``), Flux's generated kustomization every ``.yaml``/``.yml`` file in the whole
+tree, dot-directories included, failing on one that holds no Kubernetes object; kustomize only
+what ``resources`` lists. A file whose extension none of them reads is the one placement all four
+leave alone however they recurse; a dot-directory is not (Flux and ``-R`` descend into it), and
+a root-level file is inside the path of a tool pointed at the repository root. The content is
+still YAML. The old name, ``hosts/<installation>/syncer.yaml``, is still read, with a one-line
+deprecation warning, because it breaks ``kubectl apply -f hosts/<installation>/``.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +30,10 @@ from ruamel.yaml.error import YAMLError
 from syncer.errors import ConfigError
 from syncer.model import Track
 
-CONFIG_NAME = "syncer.yaml"
+#: The config's name inside ``hosts/<installation>/``: an extension no applier reads.
+CONFIG_NAME = "syncer.conf"
+#: Where the config used to live; read with a deprecation warning (kubectl apply -f chokes on it).
+LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys"}
@@ -111,8 +126,9 @@ def _unknown(keys: Any, allowed: set[str], where: str) -> None:
         raise ConfigError(f"{where}: unknown key {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
 
 
-def parse_config(text: str, source: str, default_installation: str) -> Config:
-    """Parse the text of a syncer.yaml; ``source`` names it in errors."""
+def parse_config(text: str, source: str, default_installation: str, namespace_override: str | None = None) -> Config:
+    """Parse the text of a syncer.conf; ``source`` names it in errors. ``namespace_override`` (``-n``)
+    replaces the file's default namespace, as kubectl's ``-n`` does for manifests without one."""
     try:
         raw = YAML(typ="safe").load(text)
     except YAMLError as exc:
@@ -129,6 +145,7 @@ def parse_config(text: str, source: str, default_installation: str) -> Config:
             f"{source}: installation {installation!r} does not match its directory hosts/{default_installation}/"
         )
     namespace = _expect(raw.get("namespace", "default"), str, f"{source}: namespace", "a string")
+    namespace = namespace_override or namespace
 
     track: dict[str, Track] = {}
     for kind, mode in _expect(raw.get("track") or {}, dict, f"{source}: track", "a mapping of kind to mode").items():
@@ -171,13 +188,47 @@ def parse_config(text: str, source: str, default_installation: str) -> Config:
     return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source)
 
 
-def load_config(host_dir: Path, installation: str, display: str) -> Config:
-    """Read ``<host_dir>/syncer.yaml``; a missing file means all defaults (everything reported)."""
-    path = host_dir / CONFIG_NAME
-    if not path.exists():
-        return Config(installation=installation, source=display)
+_warned: set[str] = set()
+_log = logging.getLogger("syncer.config")
+
+
+def config_path(host_dir: Path, installation: str) -> Path | None:
+    """The installation's config file: ``syncer.conf``, else the deprecated ``syncer.yaml``, else None.
+
+    Both present is an error: they may disagree, and guessing which one counts could change what
+    syncer writes.
+    """
+    new, old = host_dir / CONFIG_NAME, host_dir / LEGACY_CONFIG_NAME
+    if new.exists() and old.exists():
+        raise ConfigError(
+            f"hosts/{installation}/: both {CONFIG_NAME} and {LEGACY_CONFIG_NAME} exist; keep only {CONFIG_NAME}"
+        )
+    if new.exists():
+        return new
+    if old.exists():
+        display = f"hosts/{installation}/{LEGACY_CONFIG_NAME}"
+        if display not in _warned:  # once per process: the sidecar reloads on every pass
+            _warned.add(display)
+            _log.warning(
+                "%s: deprecated location (kubectl apply -f hosts/%s/ fails on it); git mv it to hosts/%s/%s",
+                display, installation, installation, CONFIG_NAME,
+            )
+        return old
+    return None
+
+
+def load_config(host_dir: Path, installation: str, display: str | None = None, *,
+                namespace: str | None = None) -> Config:
+    """Read the installation's config (see :func:`config_path`); none at all means all defaults
+    (everything reported). ``display`` names the file in errors (default: its repo-relative path);
+    ``namespace`` overrides its default namespace (``-n``)."""
+    path = config_path(host_dir, installation)
+    if path is None:
+        return Config(installation=installation, namespace=namespace or "default",
+                      source=display or f"hosts/{installation}/{CONFIG_NAME}")
+    display = display or f"hosts/{installation}/{path.name}"
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{display}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    return parse_config(text, display, installation)
+    return parse_config(text, display, installation, namespace)

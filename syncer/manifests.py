@@ -15,7 +15,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from syncer.config import CONFIG_NAME
+from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
 from syncer.model import FileError, ObjectRef, Path as ObjPath
 
@@ -170,7 +170,7 @@ def _read(path: Path, display: str, repo: Path) -> str:
 def manifest_files(repo: Path, installation: str) -> list[Path]:
     base = host_dir(repo, installation)
     return sorted(
-        p for p in base.rglob("*") if p.suffix in _SUFFIXES and p.name != CONFIG_NAME and (p.is_file() or p.is_symlink())
+        p for p in base.rglob("*") if p.suffix in _SUFFIXES and p.name != LEGACY_CONFIG_NAME and (p.is_file() or p.is_symlink())
     )
 
 

@@ -47,10 +47,10 @@ class Loaded:
 
 
 def load_installation(repo: Path, installation: str, config: Config | None = None) -> Loaded:
-    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.yaml."""
+    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf."""
     base = host_dir(repo, installation)
     if config is None:
-        config = load_config(base, installation, f"hosts/{installation}/syncer.yaml")
+        config = load_config(base, installation)
     return Loaded(config, load_manifests(repo, installation, config.namespace))
 
 

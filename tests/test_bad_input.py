@@ -36,11 +36,11 @@ def test_malformed_yaml_names_file_and_line_and_the_rest_still_diffs(tmp_path: P
 
 def test_unknown_key_in_syncer_yaml(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
-    cfg = repo / "hosts" / "asgard" / "syncer.yaml"
+    cfg = repo / "hosts" / "asgard" / "syncer.conf"
     cfg.write_text(cfg.read_text().replace("stableFor:", "stablefor:"))
     code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
     assert (code, out) == (2, "")
-    assert err == ("syncer: error: hosts/asgard/syncer.yaml: unknown key 'stablefor' (allowed: candidates, "
+    assert err == ("syncer: error: hosts/asgard/syncer.conf: unknown key 'stablefor' (allowed: candidates, "
                    "ignore, installation, namespace, secretKeys, stableFor, track)\n")
 
 
@@ -93,7 +93,7 @@ def test_secret_in_hosts_is_never_written_back(asgard_repo: Path, tmp_path: Path
     secret = ("apiVersion: v1\nkind: Secret\nmetadata:\n  name: ollama-auth\n  namespace: ai\n"
               "stringData:\n  TOKEN: old-value\n")
     (asgard_repo / "hosts" / "asgard" / "secret.yaml").write_text(secret)
-    cfg = asgard_repo / "hosts" / "asgard" / "syncer.yaml"
+    cfg = asgard_repo / "hosts" / "asgard" / "syncer.conf"
     cfg.write_text(cfg.read_text().replace("  ConfigMap: writeback", "  ConfigMap: writeback\n  Secret: writeback"))
     git(asgard_repo, "add", ".")
     git(asgard_repo, "commit", "-qm", "add secret")

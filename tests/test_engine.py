@@ -18,7 +18,7 @@ from syncer.model import Action, Direction, DriftClass, ObjectRef
 
 
 def _detect(live: SnapshotSource, now=NOW):  # type: ignore[no-untyped-def]
-    config = load_config(ROOT / "hosts" / "asgard", "asgard", "hosts/asgard/syncer.yaml")
+    config = load_config(ROOT / "hosts" / "asgard", "asgard")
     manifests = load_manifests(ROOT, "asgard", config.namespace)
     return detect(config, manifests, live, now)
 

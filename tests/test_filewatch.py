@@ -21,7 +21,7 @@ from syncer.filewatch import DirWatcher, rerun_on_change
 from syncer.sidecar import ConfigOverride
 from syncer.sync import Mode
 
-CONFIG = (ROOT / "hosts" / "asgard" / "syncer.yaml").read_text()
+CONFIG = (ROOT / "hosts" / "asgard" / "syncer.conf").read_text()
 
 
 def mount(directory: Path, text: str) -> Path:

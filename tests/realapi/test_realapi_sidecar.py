@@ -8,7 +8,7 @@ kube-apiserver + etcd and a bare git origin in ``tmp_path``:
 2. an API server restart: ``/readyz`` goes 503 and back, the watches get 410 and
    re-list, a change made right after the restart still arrives;
 3. least privilege: the ServiceAccount bound to the Role ``helm template`` renders runs
-   ``syncer run --leader-elect`` with its TokenRequest token (syncer.yaml sets the kinds
+   ``syncer run --leader-elect`` with its TokenRequest token (syncer.conf sets the kinds
    the Role does not cover to ``ignore``); a Role without ``watch`` on endpoints, or
    without ``create`` on leases, makes start-up fail with one line naming verb and resource;
 4. ``syncer run --leader-elect`` processes on one real Lease: one commit per change; the
@@ -43,6 +43,7 @@ from ruamel.yaml import YAML
 from syncer.manifests import load_manifests
 
 from .cluster import RealCluster, free_ports
+from .tools import require_tool
 
 pytestmark = pytest.mark.realapi
 
@@ -94,7 +95,7 @@ def asgard_repo(tmp_path: Path, namespace: str, *, stable_for: str = "2s", ignor
     shutil.copytree(ROOT / "hosts" / "asgard", host)
     for f in host.iterdir():
         f.write_text(f.read_text().replace("namespace: ai", f"namespace: {namespace}"))
-    cfg = host / "syncer.yaml"
+    cfg = host / "syncer.conf"
     text = cfg.read_text().replace("stableFor: 10m", f"stableFor: {stable_for}")
     if ignore_outside_role:
         text = re.sub(r"(?m)^  Service: report\n  Deployment: report\n",
@@ -325,7 +326,7 @@ def can(cluster: RealCluster, token: str, namespace: str, verb: str, resource: s
 
 def helm_render(namespace: str, values: dict[str, Any], tmp_path: Path) -> dict[str, dict[str, Any]]:
     """``helm template syncer charts/syncer``: the rendered documents by kind."""
-    helm = shutil.which("helm") or "/usr/local/bin/helm"
+    helm = require_tool("helm")
     values_file = tmp_path / "values.yaml"
     values_file.write_text(json.dumps(values))
     rendered = subprocess.run([helm, "template", "syncer", str(CHART), "-n", namespace, "-f", str(values_file)],
@@ -436,6 +437,7 @@ def test_apiserver_restart_gives_410_relist_and_no_lost_change(real_cluster: Rea
 
 def test_least_privilege_with_the_chart_role(real_cluster: RealCluster, namespace: str, tmp_path: Path,
                                              syncers: Callable[..., SyncerRun]) -> None:
+    require_tool("helm")  # before anything else: without helm this test is skipped, with the reason
     origin = asgard_repo(tmp_path, namespace, ignore_outside_role=True)
     kubectl_apply_all(real_cluster, origin, namespace)
     admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)

@@ -282,7 +282,7 @@ class World:
         work.mkdir()
         run_git(work, "init", "-q", "-b", "main", env=self.env)
         shutil.copytree(ROOT / "hosts" / INSTALLATION, work / HOSTS)
-        cfg = work / HOSTS / "syncer.yaml"
+        cfg = work / HOSTS / "syncer.conf"
         cfg.write_text(re.sub(r"(?m)^stableFor: .*$", f"stableFor: {self.settings.stable_for}", cfg.read_text()))
         (work / SECRET_FILE).write_text(SECRET_YAML)
         (work / "docs").mkdir()
@@ -291,7 +291,7 @@ class World:
         run_git(work, "commit", "-q", "-m", "asgard manifests", env=self.env)
         run_git(work, "remote", "add", "origin", str(self.bare), env=self.env)
         run_git(work, "push", "-q", "origin", "main", env=self.env)
-        for f in (CM_FILE, EP_FILE, SECRET_FILE, f"{HOSTS}/syncer.yaml"):
+        for f in (CM_FILE, EP_FILE, SECRET_FILE, f"{HOSTS}/syncer.conf"):
             self.original[f] = (work / f).read_text()
 
     def _seed_cluster(self) -> None:
