@@ -22,6 +22,7 @@ from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
 from syncer.gitrepo import Identity, Workspace, origin_url, repo_root
+from syncer.kube import kube_client
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.manifests import default_installation
 from syncer.redact import redact_text
@@ -329,9 +330,8 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
             lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
             config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
             grace=_seconds(args.shutdown_grace, "--shutdown-grace"))
-        api = kube_api_client(args.kubeconfig, args.context)
-        api.configuration.connection_pool_maxsize = 64  # each watched object holds one connection open
-        sidecar = Sidecar(type(api)(api.configuration), ws, settings, forge=forge, notifier=notifier)
+        api = kube_client(args.kubeconfig, args.context, pool_size=64)  # each watch holds one connection open
+        sidecar = Sidecar(api, ws, settings, forge=forge, notifier=notifier)
         stop = threading.Event()
         previous = {}
         if threading.current_thread() is threading.main_thread():  # SIGTERM during start: stop right after

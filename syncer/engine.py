@@ -14,6 +14,7 @@ from syncer import classify
 from syncer.config import Config
 from syncer.diff import FieldDiff, compare
 from syncer.errors import ClusterError, ConfigError
+from syncer.kube import ClusterUnreachable
 from syncer.manifests import GitObject, Manifests
 from syncer.live import LiveSource
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
@@ -128,6 +129,16 @@ def _object_drifts(
     return out
 
 
+def _to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
+    """The live objects ``detect`` will read: tracked ones and their candidate ConfigMaps."""
+    refs = [ref for ref in manifests.objects if config.track_for(ref.kind) is not Track.IGNORE]
+    for ref in list(refs):
+        bound = config.candidates_for(ref.namespace, ref.name) if ref.kind == "Endpoints" else None
+        if bound is not None:
+            refs.append(ObjectRef("v1", "ConfigMap", bound.namespace, bound.config_map))
+    return refs
+
+
 def detect(
     config: Config,
     manifests: Manifests,
@@ -146,6 +157,9 @@ def detect(
     errors: list[FileError] = list(manifests.errors)
     checked: list[ObjectRef] = []
     cache: dict[ObjectRef, Any] = {}
+    prefetch = getattr(source, "prefetch", None)
+    if prefetch is not None:  # an API source reads everything at once (lists, concurrent GETs)
+        prefetch(_to_read(config, manifests))
     for ref, obj in sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix)):
         if config.track_for(ref.kind) is Track.IGNORE:
             continue
@@ -165,9 +179,9 @@ def detect(
             proposed = store.proposed(ref) if store is not None else None
             drifts.extend(_object_drifts(obj, live, config, bases, now, cands, since, proposed))
             checked.append(ref)
+        except ClusterUnreachable:
+            raise  # nothing can be compared
         except ClusterError as exc:
-            if exc.transient and "cannot reach" in exc.message:
-                raise
             errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
         except ConfigError as exc:
             errors.append(FileError(obj.file, f"{ref}: {exc.message}"))

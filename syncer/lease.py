@@ -27,7 +27,7 @@ from typing import Any
 
 from syncer.errors import ClusterError
 from syncer.logs import event
-from syncer.watch import ApiError, call
+from syncer.kube import Conflict, Kube
 
 log = logging.getLogger("syncer.lease")
 
@@ -47,7 +47,7 @@ def _micro_time(when: float) -> str:
 
 
 class LeaderElector:
-    def __init__(self, api: Any, namespace: str, name: str, holder: str, *, duration: float = LEASE_DURATION,
+    def __init__(self, api: Kube, namespace: str, name: str, holder: str, *, duration: float = LEASE_DURATION,
                  renew: float = RENEW_INTERVAL, monotonic: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, on_change: Callable[[bool], None] = lambda _: None) -> None:
         self.api, self.namespace, self.name, self.holder = api, namespace, name, holder
@@ -113,16 +113,14 @@ class LeaderElector:
         if mine is not None and (mine.get("spec") or {}).get("holderIdentity") == self.holder:
             if self._put(mine, self._spec(mine.get("spec"))):  # fast renew, no GET
                 return True
-        current = call(self.api, "GET", f"{self.path}/{self.name}", what=f"get {self._ref()}")
+        current = self.api.call("GET", f"{self.path}/{self.name}", what=f"get {self._ref()}")
         if current is None:
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace}, "spec": self._spec(None)}
             try:
-                self._lease = call(self.api, "POST", self.path, body=body, what=f"create {self._ref()}")
-            except ApiError as exc:
-                if exc.status == 409:
-                    return False
-                raise
+                self._lease = self.api.call("POST", self.path, body=body, what=f"create {self._ref()}")
+            except Conflict:  # another replica created it first
+                return False
             return True
         spec = current.get("spec") or {}
         record = (spec.get("holderIdentity"), spec.get("renewTime"), spec.get("leaseDurationSeconds"))
@@ -140,12 +138,10 @@ class LeaderElector:
         meta = {k: v for k, v in (lease.get("metadata") or {}).items() if k != "managedFields"}
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
         try:
-            updated = call(self.api, "PUT", f"{self.path}/{self.name}", body=body, what=f"update {self._ref()}")
-        except ApiError as exc:
-            if exc.status == 409:
-                self._lease = None
-                return False
-            raise
+            updated = self.api.call("PUT", f"{self.path}/{self.name}", body=body, what=f"update {self._ref()}")
+        except Conflict:
+            self._lease = None
+            return False
         self._lease = updated
         return updated is not None
 

@@ -3,24 +3,27 @@
 ``LiveSource`` is all the engine needs: ``get(ref)`` returns the live object as plain
 JSON data, or ``None`` when it does not exist. Two sources:
 
-* ``KubeSource``   the API server, through the official ``kubernetes`` client; reads by
-                   name only (never lists a namespace), never writes.
+* ``KubeSource``   the API server, through syncer's one client seam (``syncer.kube``): one
+                   LIST per kind and namespace where that is cheaper and allowed, else GETs
+                   by name; never writes.
 * ``SnapshotSource``  ``kubectl get -o yaml`` output (a ``List`` or multi-document YAML).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
 from syncer.errors import ClusterError, ConfigError
+from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
 from syncer.manifests import object_ref, parse_documents
 from syncer.model import ObjectRef
 
-#: Connect and read timeouts for one API request, in seconds: an API server that does not
-#: accept a connection within 5 s is down for our purposes; 15 s covers a slow etcd read.
-REQUEST_TIMEOUT = (5.0, 15.0)
+log = logging.getLogger("syncer.live")
 
 
 class LiveSource(Protocol):
@@ -71,109 +74,119 @@ class SnapshotSource:
         return "snapshot " + ", ".join(str(f) for f in self.files)
 
 
-def _status_message(body: Any) -> str:
-    """The ``message`` of a Kubernetes ``Status`` body, truncated for logs."""
-    try:
-        data = json.loads(body) if isinstance(body, (str, bytes)) else None
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and isinstance(data.get("message"), str):
-        return str(data["message"])[:300]
-    return str(body or "")[:300]
+#: Objects of one kind in one namespace from which one LIST is cheaper than GETs by name
+#: (a LIST returns every object of the kind in the namespace, declared or not).
+LIST_FROM = 8
+#: GETs in flight at once when reading by name (over one keep-alive connection pool).
+CONCURRENCY = 8
+#: Objects per LIST page.
+PAGE = 500
+#: Kinds never listed: a LIST would read every Secret of the namespace, not only the declared.
+NEVER_LISTED = frozenset({"Secret"})
 
 
 class KubeSource:
-    """Objects read by name from the API server with the official client.
+    """Objects read from the API server through the ``Kube`` seam (syncer/kube.py).
 
-    ``api_client`` is a ``kubernetes.client.ApiClient``; the CLI builds it (kubeconfig or
-    in-cluster). Resource names (plurals) come from API discovery, cached per groupVersion.
+    ``prefetch`` reads a whole detection's objects at once: one paged LIST per kind and
+    namespace when enough objects of it are declared and RBAC allows listing, else
+    bounded-concurrency GETs by name (a Role limited by ``resourceNames`` cannot list: the
+    403 makes it fall back, said once at debug level). ``get`` answers from that read, or
+    reads the one object. Never writes.
     """
 
-    def __init__(self, api_client: Any, timeout: tuple[float, float] | None = None) -> None:
-        self.api = api_client
-        self.timeout = timeout or REQUEST_TIMEOUT
-        self._resources: dict[str, dict[str, tuple[str, bool]]] = {}
+    def __init__(self, kube: Kube, *, concurrency: int = CONCURRENCY, list_from: int | None = None) -> None:
+        self.kube = kube
+        self.concurrency = concurrency
+        self.list_from = LIST_FROM if list_from is None else list_from
+        self._read: dict[ObjectRef, dict[str, Any] | None | KubeError] = {}
+        #: (apiVersion, kind, namespace) -> how it is read ("list" or why not)
+        self.paths: dict[tuple[str, str, str], str] = {}
 
     def describe(self) -> str:
-        return f"API server {self.api.configuration.host}"
-
-    def request(self, path: str, query: list[tuple[str, str]] | None = None, what: str = "") -> Any:
-        """GET ``path``; returns parsed JSON, ``None`` on 404; ClusterError otherwise."""
-        from kubernetes.client.exceptions import ApiException
-        from urllib3.exceptions import HTTPError
-
-        try:
-            # kubernetes >= 35: build the request with param_serialize, then call_api; a
-            # non-2xx answer comes back as a response (not an exception).
-            method, url, headers, body, post = self.api.param_serialize(
-                "GET", path, query_params=query or [], header_params={"Accept": "application/json"},
-                auth_settings=["BearerToken"],
-            )
-            response = self.api.call_api(method, url, header_params=headers, body=body, post_params=post,
-                                         _request_timeout=self.timeout)
-            data = response.read()
-        except (ApiException, HTTPError, OSError) as exc:
-            raise ClusterError(
-                f"cannot reach the API server at {self.api.configuration.host} ({what or path}): {type(exc).__name__}",
-                transient=True,
-            ) from None
-        if response.status == 404:
-            return None
-        if not 200 <= response.status < 300:
-            msg = _status_message(data)
-            if response.status in (401, 403):
-                raise ClusterError(f"API server refused {what or path} ({response.status}): {msg}", transient=False)
-            raise ClusterError(f"API server error on {what or path} ({response.status}): {msg}", transient=True)
-        try:
-            return json.loads(data)
-        except ValueError as exc:
-            raise ClusterError(f"API server sent non-JSON for {what or path}") from exc
-
-    def resource(self, api_version: str, kind: str) -> tuple[str, bool]:
-        """(plural, namespaced) for a kind, from discovery."""
-        if api_version not in self._resources:
-            path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-            found = self.request(path, what=f"discovery of {api_version}") or {}
-            table: dict[str, tuple[str, bool]] = {}
-            for res in found.get("resources", []):
-                if "/" not in res.get("name", ""):
-                    table.setdefault(res["kind"], (res["name"], bool(res.get("namespaced"))))
-            self._resources[api_version] = table
-        table = self._resources[api_version]
-        if kind not in table:
-            raise ClusterError(f"the API server does not serve {kind} in {api_version}")
-        return table[kind]
-
-    def object_path(self, ref: ObjectRef) -> str:
-        plural, namespaced = self.resource(ref.api_version, ref.kind)
-        prefix = "/api/v1" if ref.api_version == "v1" else f"/apis/{ref.api_version}"
-        if namespaced:
-            return f"{prefix}/namespaces/{ref.namespace}/{plural}/{ref.name}"
-        return f"{prefix}/{plural}/{ref.name}"
+        return f"API server {self.kube.host}"
 
     def get(self, ref: ObjectRef) -> dict[str, Any] | None:
-        obj = self.request(self.object_path(ref), what=f"get {ref}")
-        if obj is not None and not isinstance(obj, dict):
-            raise ClusterError(f"{ref}: API server returned an unexpected shape ({type(obj).__name__})")
-        return obj
+        if ref in self._read:
+            found = self._read.pop(ref)
+            if isinstance(found, KubeError):
+                raise found
+            return found
+        return self._get(ref)
+
+    def _get(self, ref: ObjectRef) -> dict[str, Any] | None:
+        return self.kube.call("GET", self.kube.object_path(ref), what=f"get {ref}")
+
+    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
+        """Read ``refs`` now, as few requests as RBAC allows; ``get`` then answers from memory."""
+        groups: dict[tuple[str, str, str], list[ObjectRef]] = {}
+        for ref in sorted(set(refs)):
+            groups.setdefault((ref.api_version, ref.kind, ref.namespace), []).append(ref)
+        by_name: list[ObjectRef] = []
+        for key, members in groups.items():
+            if not self._listed(key, members):
+                by_name.extend(members)
+        if not by_name:
+            return
+        with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(by_name))),
+                                thread_name_prefix="kube-get") as pool:
+            for ref, found in zip(by_name, pool.map(self._get_or_error, by_name)):
+                self._read[ref] = found
+
+    def _get_or_error(self, ref: ObjectRef) -> dict[str, Any] | None | KubeError:
+        try:
+            return self._get(ref)
+        except KubeError as exc:
+            return exc
+
+    def _listed(self, key: tuple[str, str, str], members: list[ObjectRef]) -> bool:
+        """Read ``members`` with one (paged) LIST; False when they must be read by name."""
+        api_version, kind, namespace = key
+        where = f"{kind} in {namespace or 'the cluster'}"
+        if kind in NEVER_LISTED or len(members) < self.list_from:
+            self._say(key, "get", f"live reads: {len(members)} {where} by name (GET, {self.concurrency} at a time)")
+            return False
+        if self.paths.get(key, "list") != "list":
+            return False
+        try:
+            items = self._list(members[0])
+        except (Refused, TooLarge, Gone) as exc:
+            self._say(key, "get", f"live reads: cannot list {where} ({exc.message}); reading {len(members)} "
+                                  f"by name (GET, {self.concurrency} at a time)")
+            return False
+        except ClusterError as exc:
+            if isinstance(exc, ClusterUnreachable) or (isinstance(exc, ApiError) and exc.transient):
+                raise
+            self._say(key, "get", f"live reads: cannot list {where} ({exc.message}); reading by name")
+            return False
+        self._say(key, "list", f"live reads: one LIST for {len(members)} {where}")
+        for ref in members:
+            self._read[ref] = items.get(ref.name)
+        return True
+
+    def _list(self, ref: ObjectRef) -> dict[str, dict[str, Any]]:
+        path = self.kube.collection_path(ref)
+        items: dict[str, dict[str, Any]] = {}
+        token = ""
+        while True:
+            query = [("limit", str(PAGE))] + ([("continue", token)] if token else [])
+            doc = self.kube.call("GET", path, query=query, what=f"list {ref.kind} in {ref.namespace}")
+            if doc is None:
+                raise ClusterError(f"the API server does not serve {path}", transient=False)
+            for item in doc.get("items") or []:
+                name = (item.get("metadata") or {}).get("name") if isinstance(item, dict) else None
+                if isinstance(name, str):
+                    items[name] = {"apiVersion": ref.api_version, "kind": ref.kind, **item}
+            token = str((doc.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
+
+    def _say(self, key: tuple[str, str, str], path: str, message: str) -> None:
+        if key not in self.paths:
+            log.debug(message)
+        self.paths[key] = path
 
 
-def kube_api_client(kubeconfig: str | None, context: str | None) -> Any:
-    """An ``ApiClient`` from a kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
-    import os
-
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-
-    conf = client.Configuration()
-    try:
-        if kubeconfig or os.environ.get("KUBECONFIG") or Path("~/.kube/config").expanduser().exists() or context:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig, context=context, client_configuration=conf)
-        else:
-            config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
-    except (ConfigException, OSError, TypeError, ValueError) as exc:
-        where = kubeconfig or os.environ.get("KUBECONFIG") or "in-cluster service account"
-        raise ConfigError(f"kubeconfig {where}: {exc}") from exc
-    conf.retries = 1  # one quick retry; the caller decides about longer ones
-    return client.ApiClient(conf)
+def kube_api_client(kubeconfig: str | None, context: str | None) -> KubeClient:
+    """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
+    return kube_client(kubeconfig, context, pool_size=max(16, CONCURRENCY))

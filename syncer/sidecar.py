@@ -35,7 +35,8 @@ from syncer.metrics import Metrics
 from syncer.server import Health, StatusServer
 from syncer.state import DEFAULT_NAME, ConfigMapStore
 from syncer.sync import load_installation
-from syncer.watch import ApiError, WatchSet, WatchSettings, call
+from syncer.kube import ApiError, Conflict, Kube, Refused
+from syncer.watch import WatchSet, WatchSettings
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -97,7 +98,7 @@ class ConfigOverride:
         return True
 
 
-def probe(api: Any, kind: str, path: str, namespace: str, name: str, body: dict[str, Any]) -> list[str]:
+def probe(api: Kube, kind: str, path: str, namespace: str, name: str, body: dict[str, Any]) -> list[str]:
     """Try get, then update (and create when absent) with dryRun: the real requests, nothing
     written. Returns one message per verb the API server refused."""
     missing: list[str] = []
@@ -106,14 +107,13 @@ def probe(api: Any, kind: str, path: str, namespace: str, name: str, body: dict[
     def attempt(verb: str, method: str, url: str, query: list[tuple[str, str]], payload: Any = None,
                 refused: Callable[[ApiError], bool] = lambda _: True) -> Any:
         try:
-            return call(api, method, url, query=query, body=payload, what=f"{verb} {ref}")
-        except ApiError as exc:
-            if exc.status in (401, 403):
-                if refused(exc):
-                    missing.append(f"cannot {verb} {ref}: {exc.message}")
-            elif exc.status != 409:  # 409 on a dry-run create: it exists, so create is allowed
-                raise
-            return None
+            return api.call(method, url, query=query, body=payload, what=f"{verb} {ref}")
+        except Refused as exc:
+            if refused(exc):
+                missing.append(f"cannot {verb} {ref}: {exc.message}")
+        except Conflict:  # 409 on a dry-run create: it exists, so create is allowed
+            pass
+        return None
 
     current = attempt("get", "GET", f"{path}/{name}", [])
     if missing:
@@ -136,14 +136,14 @@ def probe(api: Any, kind: str, path: str, namespace: str, name: str, body: dict[
 
 
 class Sidecar:
-    def __init__(self, api: Any, ws: Workspace, settings: SidecarSettings, *, forge: "Forge | None" = None,
+    def __init__(self, api: Kube, ws: Workspace, settings: SidecarSettings, *, forge: "Forge | None" = None,
                  notifier: "Notifier | None" = None, clock: Callable[[], float] = time.time) -> None:
         self.api, self.ws, self.settings = api, ws, settings
         s = settings.loop
         self.installation = s.installation
         self.metrics = Metrics(s.installation)
         self.stop_event = threading.Event()
-        self.cache = LiveCache(api.configuration.host, clock=clock, on_change=self._changed)
+        self.cache = LiveCache(api.host, clock=clock, on_change=self._changed)
         self.health = Health(self.cache, tick=s.tick, resync=s.resync, clock=clock)
         self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
                                 on_error=lambda: self.metrics.error("watch"))

@@ -48,7 +48,7 @@ from syncer.errors import ClusterError
 from syncer.logs import event
 from syncer.model import Drift, ObjectRef, Path
 from syncer.normalize import get_path
-from syncer.watch import ApiError, call
+from syncer.kube import Conflict, Kube
 
 log = logging.getLogger("syncer.state")
 
@@ -91,7 +91,7 @@ def ref_key(ref: ObjectRef) -> str:
 class ConfigMapStore:
     """A ``BaseStore`` (see ``engine``) backed by one key of a ConfigMap the sidecar owns."""
 
-    def __init__(self, api: Any, namespace: str, installation: str, name: str = DEFAULT_NAME) -> None:
+    def __init__(self, api: Kube, namespace: str, installation: str, name: str = DEFAULT_NAME) -> None:
         self.api, self.namespace, self.name, self.installation = api, namespace, name, installation
         self.key = f"{installation}.json"
         self._lock = threading.Lock()
@@ -129,7 +129,7 @@ class ConfigMapStore:
 
     def refresh(self) -> None:
         """Read the ConfigMap (one GET); an absent ConfigMap or key is an empty record."""
-        cm = call(self.api, "GET", f"{self.path}/{self.name}", what=f"get state {self.describe()}")
+        cm = self.api.call("GET", f"{self.path}/{self.name}", what=f"get state {self.describe()}")
         records: dict[str, dict[str, Any]] = {}
         proposed: dict[str, dict[str, list[Any]]] = {}
         raw = ((cm or {}).get("data") or {}).get(self.key)
@@ -175,13 +175,11 @@ class ConfigMapStore:
             cm = self._configmap
         try:
             self._write(cm, records, proposed)
-        except ApiError as exc:
-            if exc.status == 409:
-                event(log, logging.INFO, "state changed underneath us; re-reading, writing at the next pass",
-                      ref=f"ConfigMap/{self.namespace}/{self.name}")
-                self.refresh()
-                return False
-            raise
+        except Conflict:
+            event(log, logging.INFO, "state changed underneath us; re-reading, writing at the next pass",
+                  ref=f"ConfigMap/{self.namespace}/{self.name}")
+            self.refresh()
+            return False
         return True
 
     def propose(self, drifts: Iterable[Drift]) -> bool:
@@ -205,12 +203,10 @@ class ConfigMapStore:
             cm, records = self._configmap, self._records
         try:
             self._write(cm, records, proposed)
-        except ApiError as exc:
-            if exc.status == 409:
-                self.refresh()
-                raise ClusterError(f"{self.describe()} changed while recording a proposal; will retry",
-                                   transient=True) from None
-            raise
+        except Conflict:
+            self.refresh()
+            raise ClusterError(f"{self.describe()} changed while recording a proposal; will retry",
+                               transient=True) from None
         return True
 
     def _write(self, cm: dict[str, Any] | None, records: dict[str, dict[str, Any]],
@@ -228,7 +224,7 @@ class ConfigMapStore:
         body = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS)},
                 "data": {self.key: text}}
-        created = call(self.api, "POST", self.path, body=body, what=f"create state {self.describe()}")
+        created = self.api.call("POST", self.path, body=body, what=f"create state {self.describe()}")
         if created is None:
             raise ClusterError(f"create state {self.describe()}: namespace {self.namespace} not found")
         return created
@@ -240,10 +236,10 @@ class ConfigMapStore:
                                 "data": {**(cm.get("data") or {}), self.key: text}}
         if cm.get("binaryData"):
             body["binaryData"] = cm["binaryData"]
-        replaced = call(self.api, "PUT", f"{self.path}/{self.name}", body=body,
+        replaced = self.api.call("PUT", f"{self.path}/{self.name}", body=body,
                         what=f"update state {self.describe()}")
         if replaced is None:  # deleted since we read it: create it again at the next pass
             with self._lock:
                 self._configmap = None
-            raise ApiError(f"update state {self.describe()}: deleted meanwhile", 409)
+            raise Conflict(f"update state {self.describe()}: deleted meanwhile", 409)
         return replaced

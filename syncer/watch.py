@@ -16,9 +16,9 @@ Naming the object in every list and watch is what lets a Role limited by ``resou
 suffice: the API server authorizes a collection request against resourceNames only when the
 field selector pins ``metadata.name``.
 
-``call``/``send`` are the one seam to the official client (kubernetes >= 35 call style:
-``param_serialize`` then ``call_api``); they translate answers into ``ApiError`` so client
-exceptions never leak inward. ``state`` and ``lease`` use them too.
+Every request goes through the ``Kube`` seam (syncer/kube.py); an idle watch stays open until
+the server ends it at ``timeoutSeconds`` (TCP keepalive notices a dead peer meanwhile), so
+ten quiet objects cost ten requests an hour.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ import json
 import logging
 import random
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from syncer.errors import ClusterError
-from syncer.live import KubeSource
+from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream, api_error
 from syncer.livecache import LiveCache
 from syncer.logs import event
 from syncer.model import ObjectRef
@@ -41,100 +41,33 @@ log = logging.getLogger("syncer.watch")
 
 JSON = dict[str, Any]
 
-#: Connect and read timeouts of one plain request (list, get, put), as for ``syncer diff``.
-REQUEST_TIMEOUT = (5.0, 15.0)
 #: A single watch event line larger than this is refused (etcd's own limit is 1.5 MiB/object).
 MAX_LINE = 16 * 1024 * 1024
+
+__all__ = ["ApiError", "Gone", "ObjectWatcher", "Target", "WatchSet", "WatchSettings", "api_error", "lines",
+           "list_object", "stream", "target_for"]
 
 
 @dataclass(frozen=True)
 class WatchSettings:
     #: An API server that does not accept a connection within 5 s is down for us.
     connect_timeout: float = 5.0
-    #: Client-side inactivity limit on a watch. The API server sends a BOOKMARK about every
-    #: 60 s on an idle watch (allowWatchBookmarks), so 150 s of silence means the stream is
-    #: dead (half-open TCP, a proxy that swallowed it), not idle.
-    read_timeout: float = 150.0
+    #: Client-side inactivity limit on a watch. A v1.20 API server sends no BOOKMARK on an idle
+    #: watch until its ``timeoutSeconds`` nears, so silence is normal: a dead peer is found by
+    #: TCP keepalive instead (syncer/kube.py), and this only backs it up (a proxy that keeps the
+    #: TCP connection but swallowed the stream).
+    read_timeout: float = 3700.0
     #: Server-side lifetime of one watch request: an idle object costs one request per hour.
     watch_seconds: int = 3600
     #: Reconnect backoff: full jitter over base * 2**n, capped, so N replicas that lost the
     #: same API server do not come back in lockstep.
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
+    #: Extra time, past ``watch_seconds``, the client gives the server to end a watch itself.
+    grace: float = 60.0
 
     def backoff(self, failures: int, rand: Callable[[], float]) -> float:
         return float(rand()) * min(self.backoff_cap, self.backoff_base * 2.0 ** max(0, failures - 1))
-
-
-class ApiError(ClusterError):
-    """The API server answered, but not with success."""
-
-    def __init__(self, message: str, status: int, reason: str = "", *, transient: bool | None = None) -> None:
-        super().__init__(message, transient=transient)
-        self.status = status
-        self.reason = reason
-
-
-class Gone(ApiError):
-    """410: the resourceVersion we asked for is no longer in the server's history."""
-
-
-def api_error(status: int, body: Any, what: str) -> ApiError:
-    """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes."""
-    if isinstance(body, dict):
-        message, reason = str(body.get("message") or ""), str(body.get("reason") or "")
-    else:
-        message, reason = (body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")), ""
-    message = " ".join(message.split())[:300]  # bodies are truncated before they reach a log line
-    if status == 410:
-        return Gone(f"{what}: resourceVersion expired (410): {message}", status, reason, transient=True)
-    if status in (401, 403):
-        return ApiError(f"API server refused {what} ({status}): {message}", status, reason, transient=False)
-    transient = status == 429 or status >= 500 or status == 409
-    return ApiError(f"API server error on {what} ({status}): {message}", status, reason, transient=transient)
-
-
-def send(api: Any, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
-         timeout: tuple[float, float] = REQUEST_TIMEOUT, what: str = "") -> Any:
-    """Send one request; returns the client's ``RESTResponse`` (any status, body unread)."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
-
-    headers = {"Accept": "application/json"}
-    if body is not None:
-        headers["Content-Type"] = "application/json"
-    try:
-        m, url, hdrs, data, post = api.param_serialize(method, path, query_params=list(query),
-                                                       header_params=headers, body=body, auth_settings=["BearerToken"])
-        return api.call_api(m, url, header_params=hdrs, body=data, post_params=post, _request_timeout=timeout)
-    except (ApiException, HTTPError, OSError) as exc:
-        raise ClusterError(f"cannot reach the API server at {api.configuration.host} ({what or path}): "
-                           f"{type(exc).__name__}", transient=True) from None
-
-
-def call(api: Any, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
-         timeout: tuple[float, float] = REQUEST_TIMEOUT, what: str = "") -> JSON | None:
-    """One request: the JSON answer on 2xx, ``None`` on 404, ``ApiError`` otherwise."""
-    from urllib3.exceptions import HTTPError
-
-    what = what or f"{method} {path}"
-    resp = send(api, method, path, query=query, body=body, timeout=timeout, what=what)
-    try:
-        data = resp.read()
-    except (HTTPError, OSError) as exc:
-        raise ClusterError(f"cannot reach the API server at {api.configuration.host} ({what}): "
-                           f"{type(exc).__name__}", transient=True) from None
-    if resp.status == 404:
-        return None
-    try:
-        doc = json.loads(data) if data else None
-    except ValueError:
-        doc = None
-    if not 200 <= resp.status < 300:
-        raise api_error(resp.status, doc if isinstance(doc, dict) else data, what)
-    if not isinstance(doc, dict):
-        raise ClusterError(f"API server sent non-JSON for {what}", transient=True)
-    return doc
 
 
 @dataclass(frozen=True)
@@ -149,17 +82,14 @@ class Target:
         return [("fieldSelector", f"metadata.name={self.ref.name}")]
 
 
-def target_for(kube: KubeSource, ref: ObjectRef) -> Target:
-    plural, namespaced = kube.resource(ref.api_version, ref.kind)
-    prefix = "/api/v1" if ref.api_version == "v1" else f"/apis/{ref.api_version}"
-    path = f"{prefix}/namespaces/{ref.namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
-    return Target(ref, path)
+def target_for(kube: Kube, ref: ObjectRef) -> Target:
+    return Target(ref, kube.collection_path(ref))
 
 
-def list_object(api: Any, target: Target, timeout: tuple[float, float] = REQUEST_TIMEOUT) -> tuple[JSON | None, str]:
+def list_object(api: Kube, target: Target) -> tuple[JSON | None, str]:
     """The object (``None`` when absent) and the list's resourceVersion to watch from."""
     what = f"list {target.ref}"
-    doc = call(api, "GET", target.path, query=target.query, timeout=timeout, what=what)
+    doc = api.call("GET", target.path, query=target.query, what=what)
     if doc is None:
         raise ClusterError(f"{what}: the API server does not serve {target.path}", transient=False)
     rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
@@ -172,21 +102,10 @@ def list_object(api: Any, target: Target, timeout: tuple[float, float] = REQUEST
     return found, rv
 
 
-def _chunks(raw: Any) -> Iterator[bytes]:
-    if getattr(raw, "chunked", False):
-        yield from raw.stream(None, decode_content=True)  # one piece per HTTP chunk, never waits for more
-        return
-    while True:
-        data = raw.read1(65536)
-        if not data:
-            return
-        yield data
-
-
-def lines(raw: Any) -> Iterator[bytes]:
-    """Newline-delimited lines from a raw urllib3 response, as they arrive."""
+def lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """Newline-delimited lines from the pieces of a stream, as they arrive."""
     buf = bytearray()
-    for chunk in _chunks(raw):
+    for chunk in chunks:
         buf += chunk
         while (end := buf.find(b"\n")) >= 0:
             line = bytes(buf[:end]).strip()
@@ -199,27 +118,19 @@ def lines(raw: Any) -> Iterator[bytes]:
         yield bytes(buf).strip()
 
 
-def stream(api: Any, target: Target, rv: str, settings: WatchSettings,
-           on_open: Callable[[Any], None] | None = None) -> Iterator[tuple[str, JSON]]:
+def stream(api: Kube, target: Target, rv: str, settings: WatchSettings,
+           on_open: Callable[[WatchStream], None] | None = None) -> Iterator[tuple[str, JSON]]:
     """Events (type, object) of one watch from ``rv``; ends when the server ends the watch."""
     what = f"watch {target.ref}"
     query = [*target.query, ("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
              ("timeoutSeconds", str(settings.watch_seconds))]
-    resp = send(api, "GET", target.path, query=query, timeout=(settings.connect_timeout, settings.read_timeout),
-                what=what)
-    if resp.status != 200:
-        data = resp.read()
-        try:
-            body: Any = json.loads(data)
-        except ValueError:
-            body = data
-        raise api_error(resp.status, body, what)
-    raw = resp.response
+    ws = api.open_watch(target.path, query, what=what, budget=settings.watch_seconds + settings.grace,
+                        idle=settings.read_timeout)
     if on_open is not None:
-        on_open(raw)
+        on_open(ws)
     complete = False
     try:
-        for line in lines(raw):
+        for line in lines(ws.chunks()):
             try:
                 ev = json.loads(line)
             except ValueError:
@@ -233,16 +144,14 @@ def stream(api: Any, target: Target, rv: str, settings: WatchSettings,
                 yield str(etype), obj
         complete = True
     finally:
-        if complete:
-            raw.release_conn()
-        else:
-            raw.close()
+        if not complete:
+            ws.close()
 
 
 class ObjectWatcher:
     """Keeps one object current in the cache, forever (until ``stop``)."""
 
-    def __init__(self, api: Any, target: Target, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
+    def __init__(self, api: Kube, target: Target, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
                  on_restart: Callable[[], None] = lambda: None, on_error: Callable[[], None] = lambda: None,
                  sleep: Callable[[float], None] | None = None, rand: Callable[[], float] = random.random) -> None:
         self.api, self.target, self.cache, self.settings = api, target, cache, settings
@@ -255,7 +164,7 @@ class ObjectWatcher:
         #: a refusal (401/403) of either, which makes startup fail.
         self.first = threading.Event()
         self.first_error: ApiError | None = None
-        self._raw: Any = None
+        self._raw: WatchStream | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> "ObjectWatcher":
@@ -266,17 +175,14 @@ class ObjectWatcher:
     def stop(self) -> None:
         self.stopped.set()
         raw = self._raw
-        if raw is not None:  # unblock a read that would otherwise wait for the next bookmark
-            try:
-                raw.shutdown() if hasattr(raw, "shutdown") else raw.close()
-            except Exception:  # noqa: BLE001 - best effort on a connection we are abandoning
-                pass
+        if raw is not None:  # unblock a read that would otherwise wait for the next event
+            raw.close()
 
     def join(self, timeout: float | None = None) -> None:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _opened(self, raw: Any) -> None:
+    def _opened(self, raw: WatchStream) -> None:
         self._raw = raw
         if self.stopped.is_set():
             self.stop()
@@ -284,8 +190,6 @@ class ObjectWatcher:
         self.first.set()
 
     def run(self) -> None:
-        from urllib3.exceptions import HTTPError
-
         rv: str | None = None
         failures = 0
         while not self.stopped.is_set():
@@ -309,8 +213,8 @@ class ObjectWatcher:
                 error: ClusterError = exc
             except ClusterError as exc:
                 error = exc
-            except (HTTPError, OSError, ValueError) as exc:
-                error = ClusterError(f"watch {self.ref}: connection lost ({type(exc).__name__})", transient=True)
+            except (OSError, ValueError) as exc:
+                error = ClusterUnreachable(f"watch {self.ref}: connection lost ({type(exc).__name__})", transient=True)
             finally:
                 self._raw = None
             if self.stopped.is_set():
@@ -343,10 +247,9 @@ class ObjectWatcher:
 class WatchSet:
     """The watchers of one installation, kept in line with the objects git declares."""
 
-    def __init__(self, api: Any, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
+    def __init__(self, api: Kube, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
                  on_restart: Callable[[], None] = lambda: None, on_error: Callable[[], None] = lambda: None) -> None:
         self.api, self.cache, self.settings = api, cache, settings
-        self.kube = KubeSource(api)
         self.on_restart, self.on_error = on_restart, on_error
         self.watchers: dict[ObjectRef, ObjectWatcher] = {}
         self._lock = threading.Lock()
@@ -360,7 +263,7 @@ class WatchSet:
                 self.cache.forget(ref)
             for ref in sorted(wanted - set(self.watchers)):
                 try:
-                    target = target_for(self.kube, ref)
+                    target = target_for(self.api, ref)
                 except ClusterError as exc:  # discovery failed: try again at the next reconcile
                     self.cache.fail(ref, exc.message)
                     event(log, logging.WARNING, "cannot watch", ref=ref, error=exc.message)

@@ -31,7 +31,7 @@ from fakes.kube_api import FakeKubeAPI
 from syncer.cli import main
 from syncer.forges.base import PullRequest
 from syncer.gitrepo import Workspace
-from syncer.live import kube_api_client
+from syncer.kube import kube_client
 from syncer.loop import LoopSettings
 from syncer.notify import Notifier
 from syncer.sidecar import Sidecar, SidecarSettings, StartupError
@@ -70,9 +70,7 @@ def kubeconfig(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Pat
 
 
 def api_client(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Any:
-    api = kube_api_client(str(kubeconfig(fake, tmp_path, url)), None)
-    api.configuration.connection_pool_maxsize = 64  # as `syncer run` does: one connection per watch
-    return type(api)(api.configuration)
+    return kube_client(str(kubeconfig(fake, tmp_path, url)), None, pool_size=64)  # as `syncer run`: one per watch
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:

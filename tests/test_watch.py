@@ -234,4 +234,4 @@ class _Raw:
 
 def test_lines_are_reassembled_across_chunks() -> None:
     raw = _Raw([b'{"type":"ADDED"', b',"object":{}}\n{"type":"BOOK', b'MARK"}\n\n', b'{"type":"x"}'])
-    assert list(lines(raw)) == [b'{"type":"ADDED","object":{}}', b'{"type":"BOOKMARK"}', b'{"type":"x"}']
+    assert list(lines(raw.chunks)) == [b'{"type":"ADDED","object":{}}', b'{"type":"BOOKMARK"}', b'{"type":"x"}']

@@ -1,0 +1,234 @@
+"""The one Kubernetes seam (syncer/kube.py): deadlines, size limit, typed errors, User-Agent,
+the kubeconfig reader, and the live source's LIST / GET paths, over loopback."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import NOW, ROOT
+from test_live_api import load_asgard_as_applied
+
+from fakes.kube_api import FakeKubeAPI
+from syncer import __version__
+from syncer.cli import main
+from syncer.errors import ConfigError
+from syncer.kube import (
+    USER_AGENT, ClusterUnreachable, Conflict, Connection, Gone, KubeClient, Refused, Timeouts, TooLarge,
+    kube_client, load_connection,
+)
+from syncer.live import KubeSource
+from syncer.model import ObjectRef
+
+
+class SlowServer:
+    """A loopback HTTP server that answers every request with ``script(conn)``."""
+
+    def __init__(self, script: Any) -> None:
+        self.script = script
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.closed = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                self.script(conn, self.closed)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.closed.set()
+        self.sock.close()
+
+
+@pytest.fixture
+def slow() -> Iterator[list[SlowServer]]:
+    servers: list[SlowServer] = []
+    yield servers
+    for s in servers:
+        s.close()
+
+
+def trickle_body(conn: socket.socket, closed: threading.Event) -> None:
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+    while not closed.wait(0.2):  # a byte every 0.2 s: never a read timeout
+        conn.sendall(b" ")
+
+
+def trickle_headers(conn: socket.socket, closed: threading.Event) -> None:
+    for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 1000:
+        if closed.wait(0.2):
+            return
+        conn.sendall(bytes([byte]))
+
+
+@pytest.mark.parametrize("script", [trickle_body, trickle_headers])
+def test_a_trickling_server_cannot_hold_a_call_past_its_total_deadline(slow: list[SlowServer], script: Any) -> None:
+    server = SlowServer(script)
+    slow.append(server)
+    client = KubeClient(Connection(server.url), timeouts=Timeouts(connect=1.0, read=1.0, total=1.5))
+    start = time.monotonic()
+    with pytest.raises(ClusterUnreachable, match=r"no complete answer within 1\.5s") as err:
+        client.call("GET", "/api/v1/namespaces/ai/configmaps/x", what="get ConfigMap ai/x")
+    assert time.monotonic() - start < 3.0
+    assert err.value.transient and "get ConfigMap ai/x" in err.value.message
+
+
+def test_an_answer_larger_than_the_limit_is_refused(slow: list[SlowServer]) -> None:
+    def big(conn: socket.socket, closed: threading.Event) -> None:
+        body = b'{"items": "' + b"x" * 300_000 + b'"}'
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for i in range(0, len(body), 4096):
+            piece = body[i:i + 4096]
+            conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        conn.sendall(b"0\r\n\r\n")
+
+    server = SlowServer(big)
+    slow.append(server)
+    client = KubeClient(Connection(server.url), max_body=100_000)
+    with pytest.raises(TooLarge, match="larger than 100000"):
+        client.call("GET", "/api/v1/namespaces/ai/configmaps", what="list")
+
+
+def test_typed_errors_and_user_agent_on_every_request(fake_kube: FakeKubeAPI, tmp_path: Path) -> None:
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None)
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ai"}, "data": {"k": "v"}}
+    path = "/api/v1/namespaces/ai/configmaps"
+    assert client.call("POST", path, body=cm) is not None
+    with pytest.raises(Conflict) as conflict:
+        client.call("POST", path, body=cm)
+    assert conflict.value.status == 409
+    assert client.call("GET", f"{path}/absent") is None
+    fake_kube.forbid("get", "configmaps", "a")
+    with pytest.raises(Refused) as refused:
+        client.call("GET", f"{path}/a", what="get a")
+    assert refused.value.status == 403 and not refused.value.transient
+    fake_kube.fail_next(410, path_contains="/configmaps")
+    with pytest.raises(Gone):
+        client.call("GET", path)
+    assert fake_kube.requests and {r.headers.get("User-Agent") for r in fake_kube.requests} == {USER_AGENT}
+    assert USER_AGENT == f"syncer/{__version__}"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ClusterUnreachable, match=f"cannot reach the API server at http://127.0.0.1:{port}"):
+        KubeClient(Connection(f"http://127.0.0.1:{port}")).call("GET", "/version")
+
+
+def _kubeconfig(path: Path, user: dict[str, Any], cluster: dict[str, Any], current: str = "c") -> Path:
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": current,
+        "clusters": [{"name": "k", "cluster": cluster}], "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+    return path
+
+
+def test_kubeconfig_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "token").write_text("from-file\n")
+    cfg = _kubeconfig(tmp_path / "a", {"tokenFile": "token"},
+                      {"server": "https://127.0.0.1:6443/", "certificate-authority-data":
+                       base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode(), "tls-server-name": "kube"})
+    conn = load_connection(str(cfg), None)
+    assert (conn.server, conn.tls_server_name, conn.ca_data) == ("https://127.0.0.1:6443", "kube",
+                                                                  b"-----BEGIN CERTIFICATE-----")
+    assert conn.authorization() == "Bearer from-file"  # relative to the kubeconfig's directory
+    basic = load_connection(str(_kubeconfig(tmp_path / "b", {"username": "u", "password": "p"},
+                                            {"server": "http://127.0.0.1:1"})), None)
+    assert basic.authorization() == "Basic " + base64.b64encode(b"u:p").decode()
+    # $KUBECONFIG: a list of files, the first one naming a context wins
+    other = _kubeconfig(tmp_path / "c", {"token": "t"}, {"server": "http://127.0.0.1:2"}, current="")
+    monkeypatch.setenv("KUBECONFIG", f"{other}:{tmp_path / 'b'}")
+    assert load_connection(None, None).server == "http://127.0.0.1:2"
+    with pytest.raises(ConfigError, match="context 'nope' not found"):
+        load_connection(str(cfg), "nope")
+    with pytest.raises(ConfigError, match=r"kubeconfig .*/missing: .*no such file"):
+        load_connection(str(tmp_path / "missing"), None)
+    monkeypatch.delenv("KUBECONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(ConfigError, match="in-cluster service account: .*KUBERNETES_SERVICE_HOST"):
+        load_connection(None, None)
+
+
+def _many(fake: FakeKubeAPI, n: int) -> list[ObjectRef]:
+    refs = []
+    for i in range(n):
+        fake.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i:03}", "namespace": "ai"},
+                  "data": {"i": str(i)}})
+        refs.append(ObjectRef("v1", "ConfigMap", "ai", f"cm-{i:03}"))
+    return refs
+
+
+def test_live_reads_one_paged_list_per_kind_and_namespace(fake_kube: FakeKubeAPI, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr("syncer.live.PAGE", 7)
+    refs = _many(fake_kube, 20)
+    source = KubeSource(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None))
+    fake_kube.clear_requests()
+    absent = ObjectRef("v1", "ConfigMap", "ai", "cm-absent")
+    with caplog.at_level(logging.DEBUG, logger="syncer.live"):
+        source.prefetch([*refs, absent])
+    lists = [r for r in fake_kube.requests if r.path == "/api/v1/namespaces/ai/configmaps"]
+    assert len(lists) == 3 and len(fake_kube.requests) == 3 + 1  # 3 pages + discovery
+    assert source.get(refs[5]) == {**fake_kube.get("v1", "ConfigMap", "ai", "cm-005"), "apiVersion": "v1",
+                                   "kind": "ConfigMap"}  # type: ignore[dict-item]
+    assert source.get(absent) is None
+    assert [r.getMessage() for r in caplog.records] == ["live reads: one LIST for 21 ConfigMap in ai"]
+
+
+def test_a_role_that_cannot_list_falls_back_to_gets_by_name_once(fake_kube: FakeKubeAPI, tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    refs = _many(fake_kube, 12)
+    fake_kube.forbid("list", "configmaps")  # a Role with resourceNames: get by name only
+    source = KubeSource(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None), concurrency=4)
+    with caplog.at_level(logging.DEBUG, logger="syncer.live"):
+        for _ in range(2):
+            fake_kube.clear_requests()
+            source.prefetch(refs)
+            assert [source.get(r)["data"] for r in refs] == [{"i": str(i)} for i in range(12)]  # type: ignore[index]
+    gets = [r for r in fake_kube.requests if r.path.startswith("/api/v1/namespaces/ai/configmaps/cm-")]
+    assert len(gets) == 12 and len(fake_kube.requests) == 12  # the second pass does not try to list again
+    [said] = [r.getMessage() for r in caplog.records]
+    assert said.startswith("live reads: cannot list ConfigMap in ai (API server refused list ConfigMap in ai (403)")
+    assert said.endswith("reading 12 by name (GET, 4 at a time)")
+
+
+def test_diff_through_the_list_path_equals_the_get_path(fake_kube: FakeKubeAPI, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    load_asgard_as_applied(fake_kube)
+    kubeconfig = fake_kube.kubeconfig(tmp_path / "kubeconfig")
+    outputs = []
+    for list_from in (1, 1000):  # asgard read with LISTs, then with GETs only
+        monkeypatch.setattr("syncer.live.LIST_FROM", list_from)
+        fake_kube.clear_requests()
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["diff", "asgard", "--repo", str(ROOT), "--kubeconfig", str(kubeconfig), "-o", "json"],
+                    now=NOW, stdout=out, stderr=err)
+        outputs.append((code, out.getvalue(), err.getvalue()))
+        listed = fake_kube.count("GET", "/namespaces/ai/configmaps", watch=False) - fake_kube.count(
+            "GET", "/namespaces/ai/configmaps/", watch=False)
+        assert (listed > 0) == (list_from == 1)
+    assert outputs[0] == outputs[1] and outputs[0][0] == 1
