@@ -39,7 +39,7 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -147,7 +147,7 @@ def api_error(status: int, body: Any, what: str) -> ApiError:
 class WatchStream(Protocol):
     """An open watch: raw bytes as they arrive; ``close`` unblocks a read from another thread."""
 
-    def chunks(self) -> Iterator[bytes]: ...
+    def chunks(self) -> Generator[bytes, None, None]: ...
 
     def close(self) -> None: ...
 
@@ -471,20 +471,23 @@ def _drop(resp: Any) -> None:
 
 
 class _Stream:
-    """A watch response; ``chunks`` yields bytes as they arrive."""
+    """A watch response; ``chunks`` yields bytes as they arrive, ``close`` unblocks it."""
 
     def __init__(self, resp: Any, armed: _Armed | None, what: str, host: str) -> None:
         self._resp, self._armed, self._what, self._host = resp, armed, what, host
         self._closed = False
+        self._finished = False
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Generator[bytes, None, None]:
         raw = self._resp
+        clean = False
         try:
             if getattr(raw, "chunked", False):
                 yield from raw.stream(None, decode_content=True)  # one piece per HTTP chunk
             else:
                 while data := raw.read1(65536):
                     yield data
+            clean = not self._closed
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             if self._closed:
                 return
@@ -493,9 +496,15 @@ class _Stream:
                 f"watch to {self._host} ({self._what}): " + ("budget over; reconnecting" if fired else
                                                                f"connection lost ({type(exc).__name__})"),
                 transient=True) from None
-        self._done(clean=True)
+        finally:
+            self._finish(clean)
 
-    def _done(self, clean: bool) -> None:
+    def _finish(self, clean: bool) -> None:
+        """Once, in the reading thread: hand the connection back (closed unless the server
+        ended the stream cleanly)."""
+        if self._finished:
+            return
+        self._finished = True
         if self._armed is not None:
             self._armed.disarm()
         if not clean:
@@ -503,17 +512,12 @@ class _Stream:
         self._resp.release_conn()
 
     def close(self) -> None:
-        """Abandon the stream (from any thread): unblocks a pending read."""
-        if self._closed:
-            return
+        """Abandon the stream, from any thread: a pending read returns at once; the reading
+        thread then releases the connection."""
         self._closed = True
         try:
-            self._resp.shutdown() if hasattr(self._resp, "shutdown") else self._resp.close()
+            self._resp.shutdown()
         except Exception:  # noqa: BLE001 - best effort on a connection we are abandoning
-            pass
-        try:
-            self._done(clean=False)
-        except Exception:  # noqa: BLE001
             pass
 
 

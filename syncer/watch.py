@@ -129,8 +129,9 @@ def stream(api: Kube, target: Target, rv: str, settings: WatchSettings,
     if on_open is not None:
         on_open(ws)
     complete = False
+    chunks = ws.chunks()
     try:
-        for line in lines(ws.chunks()):
+        for line in lines(chunks):
             try:
                 ev = json.loads(line)
             except ValueError:
@@ -146,6 +147,7 @@ def stream(api: Kube, target: Target, rv: str, settings: WatchSettings,
     finally:
         if not complete:
             ws.close()
+            chunks.close()  # hands the connection back
 
 
 class ObjectWatcher:
