@@ -101,6 +101,17 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
                        help="default namespace for manifests that name none (as kubectl's -n); "
                             "overrides the config's namespace")
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics"))
+    init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show")
+    init.add_argument("installation", nargs="?", default=os.environ.get("SYNCER_INSTALLATION"),
+                      help="directory under hosts/ (default: the only one) [env SYNCER_INSTALLATION]")
+    init.add_argument("--repo", help="git repository holding hosts/ (default: the one containing the current directory)")
+    init.add_argument("--live-file", action="append", default=[], metavar="FILE",
+                      help="read live objects from a snapshot (kubectl get -o yaml) instead of the API; repeatable")
+    init.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+    init.add_argument("--context", help="kubeconfig context")
+    init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
+    init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
+    init.add_argument("--force", action="store_true", help="replace an existing config")
     return parser
 
 
@@ -378,8 +389,87 @@ def _watching(command: Callable[[argparse.Namespace, datetime, Any], int], args:
     return rerun_on_change(directory, once, threading.Event())
 
 
+def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list[dict[str, Any]], str]:
+    """The live EndpointSlices of Service ``service`` (label ``kubernetes.io/service-name``), and
+    why none could be read ("" when the read worked)."""
+    from syncer.errors import ClusterError
+    from syncer.onboard import SERVICE_NAME_LABEL
+
+    if isinstance(source, SnapshotSource):
+        return [o for r, o in source.objects.items() if r.kind == "EndpointSlice" and r.namespace == namespace
+                and ((o.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == service], ""
+    if not isinstance(source, KubeSource):
+        return [], ""
+    for version in ("v1", "v1beta1"):  # v1 from Kubernetes 1.21; older servers serve only v1beta1
+        try:
+            found = source.request(f"/apis/discovery.k8s.io/{version}/namespaces/{namespace}/endpointslices",
+                                   [("labelSelector", f"{SERVICE_NAME_LABEL}={service}")],
+                                   what=f"list EndpointSlices of {namespace}/{service}")
+        except ClusterError as exc:
+            return [], str(exc)
+        if found is not None:
+            return [dict(o, kind="EndpointSlice", apiVersion=f"discovery.k8s.io/{version}")
+                    for o in found.get("items") or [] if isinstance(o, dict)], ""
+    return [], "the API server serves no discovery.k8s.io EndpointSlices"
+
+
+def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
+    """``syncer init``: infer the config, say why, write it (never over an existing one without --force)."""
+    from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
+    from syncer.manifests import host_dir, load_manifests
+    from syncer.model import ObjectRef
+    from syncer.onboard import infer, infer_namespace, render
+
+    repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
+    installation = args.installation or default_installation(repo)
+    host = host_dir(repo, installation)
+    target, legacy = host / CONFIG_NAME, host / LEGACY_CONFIG_NAME
+    for existing in (target, legacy):
+        if existing.exists() and not args.force:
+            raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
+
+    # Namespaces first (manifests without one count for none), then the objects in that namespace.
+    ns_answer = infer_namespace(load_manifests(repo, installation, "").objects, args.namespace)
+    namespace = ns_answer[0]
+    manifests = load_manifests(repo, installation, namespace)
+    git = {ref: obj.data for ref, obj in manifests.objects.items()}
+    for err in manifests.errors:
+        stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")
+
+    live: dict[ObjectRef, dict[str, Any]] = {}
+    if not args.git_only:
+        source = _live_source(args, namespace)
+        for ref in git:
+            obj = source.get(ref)
+            if obj is not None:
+                live[ref] = obj
+        for ref in [r for r in git if r.kind in ("Endpoints", "Service")]:
+            slices, why = _live_slices(source, ref.namespace, ref.name)
+            if why:
+                stdout.write(f"syncer init: EndpointSlices of {ref.namespace}/{ref.name} not read: {why}\n")
+            for obj in slices:
+                meta = obj.get("metadata") or {}
+                live[ObjectRef(str(obj.get("apiVersion")), "EndpointSlice", ref.namespace, str(meta.get("name")))] = obj
+
+    inference = infer(installation, git, live, ns_answer)
+    command = shlex.join(["syncer", "init", installation] + (["--git-only"] if args.git_only else []))
+    text = render(inference, command)
+    parse_config(text, f"hosts/{installation}/{CONFIG_NAME}", installation)  # what we write must load
+    seen = f"{len(git)} manifests" + ("" if args.git_only else f", {len(live)} live objects ({source.describe()})")
+    stdout.write(f"syncer init {installation}: from {seen}\n")
+    for reason in inference.reasons:
+        stdout.write(f"  {reason}\n")
+    target.write_text(text, encoding="utf-8")
+    stdout.write(f"wrote hosts/{installation}/{CONFIG_NAME}\n")
+    if legacy.exists():  # only with --force: the new file replaces the deprecated one
+        legacy.unlink()
+        stdout.write(f"removed hosts/{installation}/{LEGACY_CONFIG_NAME} (replaced by {CONFIG_NAME})\n")
+    stdout.write(f"next: syncer diff {installation}  (then commit hosts/{installation}/{CONFIG_NAME})\n")
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace, datetime, Any], int]] = {
-    "diff": cmd_diff, "sync": cmd_sync, "run": cmd_run}
+    "diff": cmd_diff, "sync": cmd_sync, "run": cmd_run, "init": cmd_init}
 
 
 def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdout: Any = None,

@@ -168,6 +168,15 @@ def test_kubectl_syncer_diff_honours_kubectl_flags(real_cluster: RealCluster, tm
     out = plugin(*args, "--kubeconfig", str(kubeconfig), "--context", "realapi")
     assert all(d["namespace"] == "ai" for d in json.loads(out.stdout)["drifts"])
 
+    # Onboarding through the plugin, from the real API: the bindings follow from the live objects.
+    out = plugin("init", "asgard", "--repo", str(repo), "--force", "--kubeconfig", str(kubeconfig),
+                 "--context", "realapi", "-n", namespace)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"namespace {namespace}: given with -n" in out.stdout
+    assert "candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS" in out.stdout, out.stdout
+    assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS" in out.stdout, out.stdout
+    assert f"live objects (API server {real_cluster.url})" in out.stdout, out.stdout
+
     # kubectl's usage line names the plugin as users type it.
     out = plugin("--help")
     assert out.returncode == 0 and out.stdout.startswith("usage: kubectl syncer"), out.stdout

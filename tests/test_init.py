@@ -1,0 +1,130 @@
+"""``syncer init``: the config inferred from manifests and live objects, with the reasons printed,
+and never written over an existing one without ``--force``."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from pathlib import Path
+
+from conftest import EXAMPLE_LIVE, NOW, ROOT, git
+
+from syncer.cli import main
+from syncer.config import load_config
+from syncer.model import ObjectRef
+from syncer.onboard import infer
+
+CONF = Path("hosts/asgard/syncer.conf")
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), now=NOW, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def bare_repo(tmp_path: Path) -> Path:
+    """asgard's manifests without a config."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "hosts" / "asgard", repo / "hosts" / "asgard")
+    (repo / CONF).unlink()
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    return repo
+
+
+def test_init_from_the_asgard_snapshot_rebuilds_the_hand_written_config(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path)
+    code, out, err = run("init", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert (code, err) == (0, "")
+    made = load_config(repo / "hosts" / "asgard", "asgard")
+    shipped = load_config(ROOT / "hosts" / "asgard", "asgard")
+    assert made.namespace == shipped.namespace == "ai"
+    assert sorted(made.candidates, key=str) == sorted(shipped.candidates, key=str)
+    assert {k: v.value for k, v in made.track.items() if v.value != "report"} == {
+        "ConfigMap": "writeback", "Endpoints": "stable"}
+    assert made.stable_for == 600
+    # What it inferred and why, one line each.
+    assert "namespace ai: named by 9 of 9 manifests" in out
+    assert ("candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 192.168.68.75 appear in "
+            "that address list and in no other") in out
+    assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS: 100.127.6.20 192.168.68.89" in out
+    assert "wrote hosts/asgard/syncer.conf" in out
+    # The written config gives the same verdict as the hand-written one.
+    _, with_made, _ = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE), "-o", "json")
+    _, with_shipped, _ = run("diff", "asgard", "--repo", str(ROOT), "--live-file", str(EXAMPLE_LIVE), "-o", "json")
+    assert with_made.count('"class": "pick"') == with_shipped.count('"class": "pick"') == 2
+
+
+def test_never_overwrites_without_force(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path)
+    conf = repo / CONF
+    conf.write_text("# mine\ninstallation: asgard\n")
+    code, out, err = run("init", "asgard", "--repo", str(repo), "--git-only")
+    assert (code, out) == (2, "")
+    assert err == "syncer: error: hosts/asgard/syncer.conf exists; not overwritten (--force replaces it)\n"
+    assert conf.read_text() == "# mine\ninstallation: asgard\n"
+    code, out, _ = run("init", "asgard", "--repo", str(repo), "--git-only", "--force")
+    assert code == 0 and "  - endpoints: mac-ollama\n" in conf.read_text()
+
+
+def test_the_deprecated_file_counts_as_existing_and_force_replaces_it(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path)
+    legacy = repo / "hosts" / "asgard" / "syncer.yaml"
+    shutil.copy(ROOT / CONF, legacy)
+    code, _, err = run("init", "asgard", "--repo", str(repo), "--git-only")
+    assert code == 2 and "hosts/asgard/syncer.yaml exists; not overwritten" in err
+    code, out, _ = run("init", "asgard", "--repo", str(repo), "--git-only", "--force")
+    assert code == 0 and not legacy.exists() and (repo / CONF).exists()
+    assert "removed hosts/asgard/syncer.yaml (replaced by syncer.conf)" in out
+
+
+def test_git_only_binds_from_the_committed_lists(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path)
+    code, out, _ = run("init", "asgard", "--repo", str(repo), "--git-only")
+    assert code == 0
+    assert "candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 appear" in out
+    assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS: 100.127.6.20 appear" in out
+
+
+def test_an_address_in_two_lists_is_not_bound_and_says_where(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path)
+    cm = repo / "hosts" / "asgard" / "ollama-endpoint-manager.yaml"
+    cm.write_text(cm.read_text().replace('  PORT: "11434"', '  FALLBACK_ADDRS: "192.168.68.58"\n  PORT: "11434"'))
+    code, out, _ = run("init", "asgard", "--repo", str(repo), "--git-only")
+    assert code == 0
+    assert ("endpoints mac-ollama: no binding -- 192.168.68.58 appear in several address lists "
+            "(ollama-endpoint-manager/FALLBACK_ADDRS, ollama-endpoint-manager/MAC_ADDRS); add the right one by hand") in out
+    cfg = load_config(repo / "hosts" / "asgard", "asgard")
+    assert [c.endpoints for c in cfg.candidates] == ["m1-ollama"]
+
+
+def test_no_list_holds_the_address(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path)
+    ep = repo / "hosts" / "asgard" / "ollama-backends.yaml"
+    ep.write_text(ep.read_text().replace("192.168.68.58", "10.9.9.9"))
+    code, out, _ = run("init", "asgard", "--repo", str(repo), "--git-only")
+    assert code == 0 and "endpoints mac-ollama: no binding -- no ConfigMap address list holds 10.9.9.9" in out
+
+
+def test_endpoint_slices_bind_and_are_tracked_stable() -> None:
+    ns = "ai"
+    cm = ObjectRef("v1", "ConfigMap", ns, "router")
+    svc = ObjectRef("v1", "Service", ns, "gpu")
+    git_objs = {
+        cm: {"kind": "ConfigMap", "data": {"GPU_HOSTS": "10.0.0.5:11434, 10.0.0.6:11434", "MODE": "fast"}},
+        svc: {"kind": "Service", "spec": {}},
+    }
+    sl = ObjectRef("discovery.k8s.io/v1", "EndpointSlice", ns, "gpu-abcde")
+    live = {**git_objs, sl: {"kind": "EndpointSlice", "metadata": {"labels": {"kubernetes.io/service-name": "gpu"}},
+                             "endpoints": [{"addresses": ["10.0.0.6"]}]}}
+    inf = infer("x", git_objs, live)
+    assert inf.track["EndpointSlice"] == "stable" and inf.track["ConfigMap"] == "writeback"
+    assert [(b.endpoints, b.config_map, b.key) for b in inf.candidates] == [("gpu", "router", "GPU_HOSTS")]
+    assert any(re.search(r"candidates gpu -> router/GPU_HOSTS: 10\.0\.0\.6 appear", r) for r in inf.reasons)
+
+
+def test_init_refuses_unknown_installation(tmp_path: Path) -> None:
+    repo = bare_repo(tmp_path)
+    code, out, err = run("init", "midgard", "--repo", str(repo), "--git-only")
+    assert code == 2 and err.startswith("syncer: error: unknown installation 'midgard'") and err.count("\n") == 1
