@@ -16,7 +16,12 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY syncer ./syncer
-RUN python -m pip wheel --wheel-dir /wheels .
+# Optional CA bundle for pip, for build machines that reach PyPI through a TLS-inspecting
+# proxy: `--secret id=pip-ca,src=/etc/ssl/certs/ca-certificates.crt`. Not given: the base
+# image's own CAs. A secret mount never lands in a layer.
+RUN --mount=type=secret,id=pip-ca \
+    if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi; \
+    python -m pip wheel --wheel-dir /wheels .
 
 
 FROM ${PYTHON_IMAGE}

@@ -402,9 +402,9 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
         return [], ""
     for version in ("v1", "v1beta1"):  # v1 from Kubernetes 1.21; older servers serve only v1beta1
         try:
-            found = source.request(f"/apis/discovery.k8s.io/{version}/namespaces/{namespace}/endpointslices",
-                                   [("labelSelector", f"{SERVICE_NAME_LABEL}={service}")],
-                                   what=f"list EndpointSlices of {namespace}/{service}")
+            found = source.kube.call("GET", f"/apis/discovery.k8s.io/{version}/namespaces/{namespace}/endpointslices",
+                                     query=[("labelSelector", f"{SERVICE_NAME_LABEL}={service}")],
+                                     what=f"list EndpointSlices of {namespace}/{service}")
         except ClusterError as exc:
             return [], str(exc)
         if found is not None:

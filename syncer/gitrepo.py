@@ -16,6 +16,7 @@ from pathlib import Path
 from git import Git
 from git.exc import GitCommandError
 
+from syncer import USER_AGENT
 from syncer.errors import GitError
 from syncer.redact import redact_url
 
@@ -57,7 +58,8 @@ def _env(identity: Identity) -> dict[str, str]:
 def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT) -> str:
     """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure."""
     _EMPTY_HOOKS.mkdir(exist_ok=True)
-    cmd = ["git", "-c", f"core.hooksPath={_EMPTY_HOOKS}", "-c", "protocol.file.allow=always", *args]
+    cmd = ["git", "-c", f"core.hooksPath={_EMPTY_HOOKS}", "-c", "protocol.file.allow=always",
+           "-c", f"http.userAgent={USER_AGENT}", *args]
     try:
         out = Git(str(cwd) if cwd else None).execute(
             cmd, kill_after_timeout=timeout, env=_env(identity), with_extended_output=False, strip_newline_in_stdout=True

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from syncer import USER_AGENT
 from syncer.forges.base import PullRequest
 from syncer.model import Drift
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, redact_text
@@ -107,7 +108,7 @@ class Notifier:
             response = self._client.post(
                 target,
                 content=body,
-                headers={"Content-Type": "application/json", "User-Agent": "syncer"},
+                headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
                 timeout=self._timeout,
                 follow_redirects=False,
             )

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from syncer import USER_AGENT
 from syncer.errors import ForgeError
 from syncer.redact import redact_text, redact_url
 
@@ -353,7 +354,7 @@ class ForgeClient:
         self._http = ForgeHttp(
             client, forge=self.kind, api_url=api_url, repo=repo, token=token,
             auth_header=self.auth_header, auth_scheme=self.auth_scheme,
-            extra_headers={**self.headers, "User-Agent": "syncer"},
+            extra_headers={**self.headers, "User-Agent": USER_AGENT},
             timeout=timeout, budget=budget, sleep=sleep, clock=clock,
         )
 
