@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from syncer.model import Action, Direction, Drift, DriftClass, Result
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key
+from syncer.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
 
 _COLORS = {"red": "\033[31m", "green": "\033[32m", "yellow": "\033[33m", "bold": "\033[1m", "dim": "\033[2m"}
 _RESET = "\033[0m"
@@ -22,6 +23,16 @@ def shown(drift: Drift, value: Any, patterns: Sequence[str] = DEFAULT_SECRET_PAT
         return REDACTED
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text
+
+
+def _line_pairs(drift: Drift, patterns: Sequence[str]) -> list[tuple[str | None, str | None]] | None:
+    """The changed lines of a multi-line string value (None: not one, or not to be shown)."""
+    if drift.ref.kind == "Secret" or is_secret_key(drift.path_text, patterns):
+        return None
+    git, live = drift.git, drift.live
+    if not (is_multiline(git) or is_multiline(live)) or not all(v is None or isinstance(v, str) for v in (git, live)):
+        return None
+    return changed_lines(git or "", live or "")
 
 
 def drift_hash(drifts: Sequence[Drift]) -> str:
@@ -98,7 +109,14 @@ def commit_message(installation: str, drifts: Sequence[Drift], patterns: Sequenc
         for d in mine:
             who = f" by {d.manager}" if d.manager else ""
             when = f" at {d.changed_at}" if d.changed_at else ""
-            lines.append(f"  {d.path_text}: {shown(d, d.git, patterns)} -> {shown(d, d.live, patterns)}")
+            pairs = _line_pairs(d, patterns)
+            if pairs is None:
+                lines.append(f"  {d.path_text}: {shown(d, d.git, patterns)} -> {shown(d, d.live, patterns)}")
+            else:  # a multi-line value: one line per changed line, as the log says it
+                lines.append(f"  {d.path_text}: {len(pairs)} line(s) changed")
+                lines += [f"    {describe_line(o, n)}" for o, n in pairs[:MAX_LINES_SHOWN]]
+                if len(pairs) > MAX_LINES_SHOWN:
+                    lines.append(f"    … and {len(pairs) - MAX_LINES_SHOWN} more changed line(s)")
             lines.append(f"    {d.cls.value}{who}{when}")
         lines.append("")
     lines.append(f"Syncer-Installation: {installation}")
@@ -123,9 +141,22 @@ def pr_labels(result: Result) -> tuple[str, ...]:
     return tuple(labels)
 
 
+def _side(pairs: list[tuple[str | None, str | None]], which: int) -> str:
+    """One side of a multi-line value's changed lines, for a table cell: one code span per line."""
+    shown_lines = [p[which] for p in pairs[:MAX_LINES_SHOWN]]
+    cell = "<br>".join("—" if ln is None else f"`{ln}`" if ln.strip() else "(empty line)" for ln in shown_lines)
+    if len(pairs) > MAX_LINES_SHOWN:
+        cell += f"<br>… {len(pairs) - MAX_LINES_SHOWN} more"
+    return cell
+
+
 def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
-            patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
-    """The pull request is the notification: what changed, who did it, when, how to check."""
+            patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS,
+            comments: Mapping[tuple[str, str], str] | None = None) -> str:
+    """The pull request is the notification: what changed, who did it, when, how to check.
+
+    ``comments`` maps (object, field) to the comment ending the changed line in git (from the
+    write-back): kept by the edit, it may describe the old value, and the row says so."""
     lines = [
         f"The live cluster and git disagree for installation **{result.installation}**. "
         f"This pull request copies {len(written)} live value(s) back into git.",
@@ -134,9 +165,17 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for d in written:
+        pairs = _line_pairs(d, patterns)
+        if pairs is None:
+            git_cell, live_cell = f"`{shown(d, d.git, patterns)}`", f"`{shown(d, d.live, patterns)}`"
+        else:  # multi-line: just the lines that changed, one per line, as the log says it
+            git_cell, live_cell = _side(pairs, 0), _side(pairs, 1)
+        comment = (comments or {}).get((str(d.ref), d.path_text))
+        if comment:
+            live_cell += f" ⚠️ the comment on this line in git, `{comment}`, may describe the old value"
         lines.append("| " + " | ".join(_cell(x) for x in (
             f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}", d.file, d.path_text,
-            f"`{shown(d, d.git, patterns)}`", f"`{shown(d, d.live, patterns)}`", d.cls.value, d.direction.value,
+            git_cell, live_cell, d.cls.value, d.direction.value,
             d.manager or "?", d.changed_at or "?")) + " |")
     unknown = [d for d in written if d.direction is Direction.UNKNOWN]
     if unknown:

@@ -54,6 +54,11 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
     return Loaded(config, load_manifests(repo, installation, config.namespace))
 
 
+def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
+    """(object, field) -> the comment ending the changed line in git, for the PR rows."""
+    return {(str(ref), path): comment for c in changes for ref, path, comment in c.comments}
+
+
 def select(result: Result, mode: Mode) -> list[Drift]:
     """The drifts this mode writes: commit mode only those whose direction is known."""
     drifts = list(result.writable())
@@ -98,7 +103,8 @@ def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, re
                                          observed_since)
     out = Outcome(result, drifts, changes)
     if drifts:
-        out.title, out.body, out.labels = (pr_title(installation, drifts), pr_body(result, drifts, reproduce),
+        out.title, out.body, out.labels = (pr_title(installation, drifts),
+                                           pr_body(result, drifts, reproduce, comments=_comments(changes)),
                                            pr_labels(result))
     return out
 
@@ -214,7 +220,8 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         else:
             out.messages.append("nothing to propose")
         return out
-    out.title, out.body, out.labels = pr_title(installation, drifts), pr_body(result, drifts, reproduce), pr_labels(result)
+    out.title, out.body, out.labels = (pr_title(installation, drifts),
+                                       pr_body(result, drifts, reproduce, comments=_comments(changes)), pr_labels(result))
     write_changes(ws.path, changes)
     out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
     unchanged = remote is not None and ws.tree(remote) == ws.tree() and ws.git("rev-parse", f"{remote}^") == base_sha

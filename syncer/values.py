@@ -77,3 +77,38 @@ def describe_change(old: object, new: object) -> str:
             parts += [f"{k}: {ka[k]} → {kb[k]}" for k in ka if k in kb and ka[k] != kb[k]]
             return ", ".join(parts) if parts else "reordered lines"
     return f"{_short(str(old))} → {_short(str(new))}"
+
+
+#: Changed lines shown for one multi-line value (commit message, PR row); the rest are counted.
+MAX_LINES_SHOWN = 20
+
+
+def is_multiline(value: object) -> bool:
+    return isinstance(value, str) and "\n" in value.rstrip("\n")
+
+
+def changed_lines(old: str, new: str) -> list[tuple[str | None, str | None]]:
+    """The lines that differ between two multi-line values, paired: (old line, new line); a
+    line only on one side has None on the other. Unchanged lines are left out."""
+    import difflib
+
+    a, b = old.splitlines(), new.splitlines()
+    pairs: list[tuple[str | None, str | None]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        olds, news = a[i1:i2], b[j1:j2]
+        for k in range(max(len(olds), len(news))):
+            pairs.append((olds[k] if k < len(olds) else None, news[k] if k < len(news) else None))
+    return pairs
+
+
+def describe_line(old: str | None, new: str | None) -> str:
+    """One changed line as the log says it: ``KEY: a → b`` for a ``KEY=value`` line, else ``- a`` / ``+ b``."""
+    ko = _KV_LINE.match(old) if old is not None else None
+    kn = _KV_LINE.match(new) if new is not None else None
+    if ko and kn and ko.group(1) == kn.group(1):
+        return f"{ko.group(1)}: {ko.group(2).strip()} → {kn.group(2).strip()}"
+    if old is not None and new is not None:
+        return f"{old.strip()} → {new.strip()}"
+    return f"+ {str(new).strip()}" if old is None else f"- {old.strip()}"

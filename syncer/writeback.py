@@ -24,6 +24,9 @@ class FileChange:
     file: str  # repo-relative
     old: str
     new: str
+    #: (object, field, comment) for each changed value whose line ends in a comment: the edit
+    #: keeps the comment, which may now describe the old value.
+    comments: tuple[tuple[ObjectRef, str, str], ...] = ()
 
     def unified_diff(self) -> str:
         lines = difflib.unified_diff(
@@ -52,6 +55,7 @@ def plan_changes(
             raise ConfigError(f"{file}: is a symlink; refusing to write through it")
         old = path.read_bytes().decode("utf-8")
         doc = YamlFile.parse(old, file)
+        comments: list[tuple[ObjectRef, str, str]] = []
         for drift in file_drifts:
             obj = objects[drift.ref]
             for edit in drift.edits:
@@ -60,12 +64,15 @@ def plan_changes(
                     if edit.add:
                         doc.add_key(obj.doc, full[:-1], str(full[-1]), edit.value)
                     else:
+                        comment = doc.trailing_comment(obj.doc, full)
                         doc.set_value(obj.doc, full, edit.value)
+                        if comment:
+                            comments.append((drift.ref, drift.path_text, comment))
                 except YamlEditError as exc:
                     raise ConfigError(f"{file}: cannot write {drift.ref} {drift.path_text}: {exc}") from exc
         new = doc.render()
         if new != old:
-            changes.append(FileChange(file, old, new))
+            changes.append(FileChange(file, old, new, tuple(comments)))
     return changes
 
 

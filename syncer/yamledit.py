@@ -35,6 +35,7 @@ alias shows (an aliased anchor on the value, around it, or inside a replaced val
 from __future__ import annotations
 
 import copy
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,9 @@ from syncer.errors import ConfigError
 from syncer.model import Path, format_path
 
 __all__ = ["YamlEditError", "YamlFile"]
+
+_TRAILING_COMMENT = re.compile(r"^[ \t]+(#.*)$")
+_HEADER_COMMENT = re.compile(r"^[|>][-+0-9]*[ \t]+(#.*)$")
 
 Splice = tuple[int, int, str]
 
@@ -105,6 +109,27 @@ class YamlFile:
             return copy.deepcopy(yn.walk(self._doc(doc, path).data, path))
         except KeyError:
             raise self._error(doc, path, "no such path") from None
+
+    def trailing_comment(self, doc: int, path: Path) -> str | None:
+        """The comment ending the line that holds the scalar at *path* (``ip: 10.0.0.1  # lab``
+        -> ``# lab``; for a block scalar, the comment on its ``|``/``>`` header line), or None.
+        An edit keeps it, so after a change it may describe the old value."""
+        try:
+            d, steps = self._locate(doc, path, replaced=False)
+        except YamlEditError:
+            return None
+        node = steps[-1][0]
+        if node.kind != "scalar":
+            return None
+        text = d.text
+        if node.style in ("|", ">"):
+            eol = text.find("\n", node.start)
+            header = text[node.start : eol if eol >= 0 else len(text)]
+            m = _HEADER_COMMENT.match(header)
+        else:
+            eol = text.find("\n", node.end)
+            m = _TRAILING_COMMENT.match(text[node.end : eol if eol >= 0 else len(text)])
+        return m.group(1).rstrip("\r").rstrip() if m else None
 
     # -- edits ------------------------------------------------------------------------------
 
