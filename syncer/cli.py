@@ -233,22 +233,35 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
 
 def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
-    repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
-    installation = args.installation or default_installation(repo)
-    source = _live_source(args, _namespace(repo, installation, args.namespace))
-    reproduce = _reproduce(args, installation)
     mode = Mode(args.mode)
+    try:
+        repo: Path | None = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
+    except SyncerError:
+        if mode is Mode.DRY_RUN or not args.remote:
+            raise
+        # No checkout here, only --remote (a CronJob pod): installation and config come from
+        # syncer's own clone, which sync works in anyway.
+        repo = None
+    if repo is not None:
+        installation = args.installation or default_installation(repo)
+        source = _live_source(args, _namespace(repo, installation, args.namespace))
     if mode is Mode.DRY_RUN:
-        out = dry_run(repo, installation, source, now, reproduce, config=_config(args, repo, installation))
+        assert repo is not None
+        out = dry_run(repo, installation, source, now, _reproduce(args, installation),
+                      config=_config(args, repo, installation))
         _print_outcome(out, args, stdout)
         return EXIT_ERROR if out.result.errors else EXIT_OK
     forge = _forge(args)
-    remote = args.remote or origin_url(repo) or str(repo)
+    remote = args.remote or (origin_url(repo) if repo is not None else None) or str(repo)
     identity = Identity(args.author_name, args.author_email, _read_secret(args.git_token_file, "--git-token-file"),
                         args.git_username)
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
         ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity)
+        if repo is None:
+            installation = args.installation or default_installation(ws.path)
+            source = _live_source(args, _namespace(ws.path, installation, args.namespace))
+        reproduce = _reproduce(args, installation)
         config = _config(args, ws.path, installation)
         if mode is Mode.COMMIT:
             out = sync_commit(ws, installation, source, now, config=config)

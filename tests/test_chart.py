@@ -136,10 +136,12 @@ def sidecar_patch(docs: list[Manifest]) -> Manifest:
 
 
 def pod_specs(docs: list[Manifest]) -> Iterator[Manifest]:
-    """Pod specs that carry the syncer container: the Deployment's, or the patch's."""
+    """Pod specs that carry the syncer container: the Deployment's, the CronJob's, or the patch's."""
     for doc in docs:
         if doc["kind"] == "Deployment":
             yield doc["spec"]["template"]["spec"]
+        elif doc["kind"] == "CronJob":
+            yield doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
         elif doc["kind"] == "ConfigMap" and doc["metadata"]["name"].endswith("-sidecar-patch"):
             yield sidecar_patch([doc])["spec"]["template"]["spec"]
 
@@ -179,6 +181,7 @@ def test_scenarios_exist() -> None:
         "sidecar-values.yaml",
         "ssh-values.yaml",
         "leader-election-values.yaml",
+        "cronjob-values.yaml",
     } <= names
     assert INVALID, "charts/syncer/ci-invalid/ must hold values that have to fail"
 
@@ -218,7 +221,7 @@ def test_role_is_least_privilege(scenario: Path) -> None:
     rules = one(docs, "Role")["rules"]
     container = syncer_container(next(pod_specs(docs)))
     env = env_of(container)
-    state_name = env["SYNCER_STATE_CONFIGMAP"]
+    state_name = env.get("SYNCER_STATE_CONFIGMAP")
     lease_name = env.get("SYNCER_LEASE_NAME")
 
     tracked: dict[tuple[str, str], set[str]] = {}
@@ -245,9 +248,13 @@ def test_role_is_least_privilege(scenario: Path) -> None:
             others.append((group, resource, tuple(sorted(rule["verbs"])), tuple(rule.get("resourceNames", []))))
     assert seen_reads == tracked
 
-    expected = [("", "configmaps", ("get", "patch", "update"), (state_name,))]
-    if values["state"]["create"]:
-        expected.append(("", "configmaps", ("create",), ()))
+    expected = []
+    if values["mode"] == "cronjob":  # a one-shot sync keeps no state record: read rules only
+        assert state_name is None
+    else:
+        expected.append(("", "configmaps", ("get", "patch", "update"), (state_name,)))
+        if values["state"]["create"]:
+            expected.append(("", "configmaps", ("create",), ()))
     if values["leaderElection"]["enabled"]:
         assert lease_name
         expected.append(("coordination.k8s.io", "leases", ("get", "update"), (lease_name,)))
@@ -340,8 +347,10 @@ def test_restricted_security_context(scenario: Path) -> None:
             "requests": {"cpu": "10m", "memory": "64Mi"},
             "limits": {"memory": "128Mi"},
         }
-    for deployment in by_kind(docs, "Deployment"):
-        psc = deployment["spec"]["template"]["spec"]["securityContext"]
+    for pod in pod_specs(docs):
+        if "runAsUser" not in pod["securityContext"]:
+            continue  # the sidecar patch carries only fsGroup: the reconciler's pod keeps its own
+        psc = pod["securityContext"]
         assert psc["runAsNonRoot"] is True
         assert psc["runAsUser"] == 10001
         assert psc["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -350,6 +359,10 @@ def test_restricted_security_context(scenario: Path) -> None:
 def test_probes_use_the_http_port(scenario: Path) -> None:
     for pod in pod_specs(render(scenario)):
         container = syncer_container(pod)
+        if values_of(scenario)["mode"] == "cronjob":  # a one-shot run: no server, no probes
+            assert container["args"] == ["sync", "asgard"]
+            assert not {"ports", "livenessProbe", "readinessProbe"} & set(container)
+            continue
         (port,) = container["ports"]
         assert port["name"] == "http"
         assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
@@ -366,7 +379,8 @@ def test_flags_reach_the_container_as_env_twins(scenario: Path) -> None:
     assert env["SYNCER_FORGE"] == sync["forge"]
     assert env["SYNCER_REMOTE"] == sync["remote"]
     assert env["SYNCER_BASE_BRANCH"] == sync["baseBranch"]
-    assert env["SYNCER_LOG_FORMAT"] == sync["logFormat"]
+    if values["mode"] != "cronjob":  # `syncer run` flags
+        assert env["SYNCER_LOG_FORMAT"] == sync["logFormat"]
     assert env["SYNCER_CLONE_DIR"] == "/work"
     assert env.get("SYNCER_FORGE_URL", "") == sync["forgeURL"]
     assert env.get("SYNCER_FORGE_REPO", "") == sync["forgeRepo"]
@@ -462,6 +476,37 @@ def test_leader_election_wires_env_and_lease_rbac(helm: str) -> None:
     assert {tuple(r["verbs"]) for r in lease_rules} == {("get", "update"), ("create",)}
 
 
+def test_cronjob_runs_sync_with_the_same_account_credentials_and_settings(helm: str) -> None:
+    values = CHART / "ci" / "cronjob-values.yaml"
+    docs = render(values)
+    assert not by_kind(docs, "Deployment") and not by_kind(docs, "Service")
+    cron = one(docs, "CronJob")["spec"]
+    assert cron["schedule"] == "*/15 * * * *" and cron["suspend"] is False
+    assert cron["concurrencyPolicy"] == "Forbid"  # never two syncs racing for one branch
+    job = cron["jobTemplate"]["spec"]
+    assert job["activeDeadlineSeconds"] == 600 and job["backoffLimit"] == 1
+    pod = job["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    container = syncer_container(pod)
+    assert container["command"] == ["syncer"] and container["args"] == ["sync", "asgard"]
+    # The same container as the long-running mode, minus what only `syncer run` uses.
+    standalone = render(values, "mode=standalone")
+    long_running = syncer_container(one(standalone, "Deployment")["spec"]["template"]["spec"])
+    run_only = {"SYNCER_STATE_CONFIGMAP", "SYNCER_LOG_FORMAT", "SYNCER_RESYNC_INTERVAL"}
+    assert {k: v for k, v in env_of(long_running).items() if k not in run_only} == env_of(container)
+    for key in ("image", "securityContext", "resources", "volumeMounts"):
+        assert container[key] == long_running[key], key
+    assert pod["volumes"] == one(standalone, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    assert pod["serviceAccountName"] == one(docs, "ServiceAccount")["metadata"]["name"]
+    # Every env twin the chart sets is a flag of `syncer sync` (or HOME / git's own).
+    from syncer.cli import build_parser
+
+    sync_flags = {a.dest for a in build_parser()._subparsers._group_actions[0].choices["sync"]._actions}
+    for name in env_of(container):
+        if name.startswith("SYNCER_"):
+            assert name.removeprefix("SYNCER_").lower() in sync_flags, f"{name} is no flag of syncer sync"
+
+
 def test_state_create_false_drops_the_unscoped_create(helm: str) -> None:
     values = CHART / "ci" / "standalone-values.yaml"
     for create, expect in (("true", True), ("false", False)):
@@ -516,6 +561,10 @@ def test_invalid_values_are_rejected(values: Path, helm: str) -> None:
         (("credentials.gitAuth=ssh",), "gitAuth is ssh"),
         (("mode=sidecar", "networkPolicy.enabled=true"), "standalone mode only"),
         (("mode=sidecar",), "sidecar.deploymentName is required"),
+        (("mode=cronjob", "cronjob.schedule=every 15 minutes"), "cronjob.schedule"),
+        (("mode=cronjob", "cronjob.scheule=@hourly"), "Additional property scheule"),
+        (("mode=cronjob", "leaderElection.enabled=true"), "no effect in cronjob mode"),
+        (("mode=cronjob", "serviceMonitor.enabled=true"), "serves no /metrics"),
     ],
     ids=lambda v: "+".join(v) if isinstance(v, tuple) else None,
 )

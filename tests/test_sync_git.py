@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLE_LIVE, NOW, git
 
 from syncer.cli import main
@@ -198,3 +199,22 @@ def test_https_push_with_git_token_file(asgard_repo: Path, tmp_path: Path) -> No
     log = subprocess.run(["git", "--git-dir", str(root / "asgard.git"), "log", "--format=%an", "main"],
                          check=True, capture_output=True, text=True).stdout.split()
     assert log == ["syncer", "Ops", "Person"]
+
+
+def test_sync_with_only_a_remote_works_in_its_own_clone(asgard_repo: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CronJob pod has no checkout: `syncer sync` with --remote alone takes the installation
+    and its config from the clone it makes anyway."""
+    empty = tmp_path / "pod"
+    (empty / "work").mkdir(parents=True)
+    monkeypatch.chdir(empty)
+    origin = tmp_path / "origin.git"
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["sync", "--remote", str(origin), "--mode", "commit", "--clone-dir", str(empty / "work"),
+                 "--live-file", str(EXAMPLE_LIVE)], now=NOW, stdout=out, stderr=err)
+    assert (code, err.getvalue()) == (0, "")
+    subject = git(tmp_path, "--git-dir", str(origin), "log", "-1", "--format=%s", "main")
+    assert subject == "syncer(asgard): copy 4 live value(s) back from the cluster"
+    # Without --remote it still says what is missing, in one line.
+    code = main(["sync", "--mode", "commit", "--live-file", str(EXAMPLE_LIVE)], now=NOW, stdout=out, stderr=err)
+    assert code == 2 and "not inside a git repository (pass --repo)" in err.getvalue()

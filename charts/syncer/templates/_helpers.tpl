@@ -124,6 +124,12 @@ Included by every template that renders something, so `helm template`,
 {{- if and .Values.serviceMonitor.enabled (eq .Values.mode "sidecar") (empty .Values.sidecar.podSelector) }}
 {{- fail "serviceMonitor.enabled in sidecar mode needs sidecar.podSelector (the reconciler's pod labels) for the metrics Service" }}
 {{- end }}
+{{- if and (eq .Values.mode "cronjob") .Values.leaderElection.enabled }}
+{{- fail "leaderElection.enabled has no effect in cronjob mode: the CronJob runs one `syncer sync` at a time (concurrencyPolicy Forbid)" }}
+{{- end }}
+{{- if and (eq .Values.mode "cronjob") .Values.serviceMonitor.enabled }}
+{{- fail "serviceMonitor.enabled does not work in cronjob mode: a one-shot `syncer sync` serves no /metrics" }}
+{{- end }}
 {{- if and (eq .Values.mode "sidecar") (empty .Values.sidecar.deploymentName) }}
 {{- fail "sidecar.deploymentName is required in sidecar mode: the reconciler Deployment the patch is for" }}
 {{- end }}
@@ -151,10 +157,15 @@ to files mounted from the existing Secret.
   command:
     - syncer
   args:
+    {{- if eq .Values.mode "cronjob" }}
+    - sync
+    - {{ .Values.installation | quote }}
+    {{- else }}
     - run
     - {{ .Values.installation | quote }}
     - --listen
     - 0.0.0.0:{{ .Values.listenPort }}
+    {{- end }}
   env:
     - name: HOME
       value: /tmp
@@ -189,6 +200,8 @@ to files mounted from the existing Secret.
     {{- end }}
     - name: SYNCER_CLONE_DIR
       value: /work
+    {{- if ne .Values.mode "cronjob" }}
+    {{- /* Flags of `syncer run` only; a one-shot `syncer sync` has no log stream, resync or state. */}}
     - name: SYNCER_LOG_FORMAT
       value: {{ .Values.sync.logFormat | quote }}
     {{- with .Values.sync.resyncInterval }}
@@ -197,6 +210,7 @@ to files mounted from the existing Secret.
     {{- end }}
     - name: SYNCER_STATE_CONFIGMAP
       value: {{ include "syncer.stateConfigMapName" . | quote }}
+    {{- end }}
     {{- if .Values.leaderElection.enabled }}
     - name: SYNCER_LEADER_ELECT
       value: "true"
@@ -211,6 +225,7 @@ to files mounted from the existing Secret.
     - name: {{ .name }}
       value: {{ .value | quote }}
     {{- end }}
+  {{- if ne .Values.mode "cronjob" }}
   ports:
     - name: http
       containerPort: {{ .Values.listenPort }}
@@ -234,6 +249,7 @@ to files mounted from the existing Secret.
     periodSeconds: 10
     timeoutSeconds: 5
     failureThreshold: 3
+  {{- end }}
   {{- with .Values.resources }}
   resources:
     {{- toYaml . | nindent 4 }}
