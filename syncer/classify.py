@@ -3,7 +3,7 @@
 * direction   from a base (last-applied annotation, else syncer's record of the last
               agreed state): the side that still equals the base did not move.
 * provenance  from ``metadata.managedFields``: the manager owning the field, and when.
-* Endpoints   bound to a candidate list: ``pick`` / ``undeclared`` / ``cleared``.
+* Endpoints   and EndpointSlices bound to a candidate list: see ``syncer.endpoints``.
 * action      from the kind's track mode, the class and the direction.
 """
 
@@ -16,7 +16,6 @@ from typing import Any
 from syncer.config import NEVER_WRITTEN
 from syncer.model import Action, Direction, DriftClass, Path, Track
 from syncer.normalize import MISSING, get_path
-from syncer.values import address_list
 
 
 def _same(declared: Any, actual: Any) -> bool:
@@ -128,40 +127,6 @@ def parse_time(text: str | None) -> datetime | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
     except ValueError:
         return None
-
-
-def ready_addresses(endpoints: dict[str, Any] | None) -> list[str]:
-    """IPs (or hostnames) in the ready ``addresses`` of every subset."""
-    out: list[str] = []
-    subsets = (endpoints or {}).get("subsets")
-    for subset in subsets if isinstance(subsets, list) else []:
-        addresses = subset.get("addresses") if isinstance(subset, dict) else None
-        for addr in addresses if isinstance(addresses, list) else []:
-            ip = (addr.get("ip") or addr.get("hostname")) if isinstance(addr, dict) else None
-            if ip:
-                out.append(str(ip))
-    return out
-
-
-def candidate_hosts(value: Any) -> set[str]:
-    """Host part of every address in a candidate list value."""
-    tokens = address_list(value) if isinstance(value, str) else None
-    hosts = set()
-    for token in tokens or []:
-        if token.startswith("["):
-            hosts.add(token[1 : token.index("]")])
-        else:
-            hosts.add(token.rsplit(":", 1)[0] if token.count(":") == 1 else token)
-    return hosts
-
-
-def endpoints_class(live: dict[str, Any] | None, candidates: set[str] | None) -> DriftClass:
-    addresses = ready_addresses(live)
-    if not addresses:
-        return DriftClass.CLEARED
-    if candidates is None:
-        return DriftClass.VALUE
-    return DriftClass.PICK if all(a in candidates for a in addresses) else DriftClass.UNDECLARED
 
 
 def _fmt_age(seconds: float) -> str:

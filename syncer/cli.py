@@ -285,9 +285,14 @@ def _notify_outcome(args: argparse.Namespace, installation: str, out: Outcome) -
     if out.pr is not None and out.pr.outcome.value in ("opened", "updated", "closed"):
         events.append((f"pr.{out.pr.outcome.value}", {"summary": out.pr.message, "pr": out.pr.pr,
                                                       "drifts": [d.to_json() for d in out.written]}))
+    grouped: dict[tuple[str, str], list[Any]] = {}  # the slices of one Service are one event
     for d in out.result.drifts:
         if d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED):
-            events.append((f"drift.{d.cls.value}", {"summary": f"{d.ref}: {d.detail}", "drifts": [d.to_json()]}))
+            subject = f"Service/{d.ref.namespace}/{d.service}" if d.ref.kind == "EndpointSlice" and d.service \
+                else str(d.ref)
+            grouped.setdefault((d.cls.value, subject), []).append(d)
+    for (cls, subject), ds in grouped.items():
+        events.append((f"drift.{cls}", {"summary": f"{subject}: {ds[0].detail}", "drifts": [d.to_json() for d in ds]}))
     failures: list[str] = []
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     with httpx.Client() as client:

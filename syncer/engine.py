@@ -6,11 +6,12 @@ The CLI and the sidecar both call ``detect``; write-back is a separate step fed 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from syncer import classify
+from syncer import classify, endpoints
 from syncer.config import Config
 from syncer.diff import FieldDiff, compare
 from syncer.errors import ClusterError, ConfigError
@@ -63,10 +64,11 @@ def _edit_for(fd: FieldDiff) -> Edit | None:
 
 
 def _candidates(
-    config: Config, ref: ObjectRef, source: LiveSource, manifests: Manifests, cache: dict[ObjectRef, Any]
+    config: Config, namespace: str, service: str, source: LiveSource, manifests: Manifests,
+    cache: dict[ObjectRef, Any]
 ) -> set[str] | None:
-    """Candidate hosts for an Endpoints: from the live ConfigMap, else git's."""
-    bound = config.candidates_for(ref.namespace, ref.name)
+    """Candidate hosts for a Service's Endpoints/slices: from the live ConfigMap, else git's."""
+    bound = config.candidates_for(namespace, service)
     if bound is None:
         return None
     cm = ObjectRef("v1", "ConfigMap", bound.namespace, bound.config_map)
@@ -75,8 +77,63 @@ def _candidates(
     for obj in (cache[cm], manifests.objects[cm].data if cm in manifests.objects else None):
         value = get_path(obj, ("data", bound.key)) if obj else MISSING
         if isinstance(value, str):
-            return classify.candidate_hosts(value)
+            return endpoints.candidate_hosts(value)
     return set()
+
+
+def _get_live(source: LiveSource, ref: ObjectRef, cache: dict[ObjectRef, Any]) -> dict[str, Any] | None:
+    """The live object; an EndpointSlice also under the older version a snapshot may hold."""
+    if ref not in cache:
+        live = source.get(ref)
+        for alt in endpoints.ALTERNATE_VERSIONS.get((ref.api_version, ref.kind), ()) if live is None else ():
+            try:
+                live = source.get(replace(ref, api_version=alt))
+            except ClusterUnreachable:
+                raise
+            except ClusterError:
+                live = None  # not served or not watched under that version: absent
+            if live is not None:
+                break
+        cache[ref] = endpoints.as_v1(live) if live is not None and ref.kind == endpoints.SLICE else live
+    return cache[ref]  # type: ignore[no-any-return]
+
+
+class _Family:
+    """The Endpoints family of one detection: which slices belong to which Service."""
+
+    def __init__(self, manifests: Manifests) -> None:
+        self.slices: dict[tuple[str, str], list[ObjectRef]] = {}
+        declared = {(r.namespace, r.name) for r in manifests.objects if r.kind == endpoints.ENDPOINTS}
+        self.shadowed: set[ObjectRef] = set()
+        for ref, obj in sorted(manifests.objects.items()):
+            if ref.kind != endpoints.SLICE:
+                continue
+            service = endpoints.service_of(ref.kind, obj.data)
+            if service is None:
+                continue
+            if endpoints.is_mirrored(obj.data) and (ref.namespace, service) in declared:
+                self.shadowed.add(ref)  # the control plane's copy of a declared Endpoints
+            else:
+                self.slices.setdefault((ref.namespace, service), []).append(ref)
+
+    def binding(self, obj: GitObject, live: dict[str, Any], config: Config, source: LiveSource,
+                manifests: Manifests, cache: dict[ObjectRef, Any]) -> endpoints.Binding | None:
+        ref = obj.ref
+        service = endpoints.service_of(ref.kind, obj.data)
+        if service is None:
+            return None
+        cands = _candidates(config, ref.namespace, service, source, manifests, cache)
+        if ref.kind == endpoints.ENDPOINTS:
+            return endpoints.Binding(service, cands, tuple(endpoints.ready_addresses(ref.kind, live)))
+        members = self.slices.get((ref.namespace, service), [ref])
+        seen: list[str] = []
+        for member in members:
+            try:
+                other = live if member == ref else _get_live(source, member, cache)
+            except ClusterError:
+                continue  # that slice reports its own error; judge with the ones we can see
+            seen += [a for a in endpoints.ready_addresses(member.kind, other) if a not in seen]
+        return endpoints.Binding(service, cands, tuple(seen), len(members))
 
 
 def _object_drifts(
@@ -85,37 +142,28 @@ def _object_drifts(
     config: Config,
     bases: list[dict[str, Any]],
     now: datetime,
-    candidates: set[str] | None,
+    binding: endpoints.Binding | None,
     observed_since: datetime | None,
     proposed: Mapping[Path, Sequence[Any]] | None = None,
 ) -> list[Drift]:
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
-    diffs = compare(ref.kind, normalize(obj.data), normalize(live), ignore)
+    git = normalize(obj.data)
+    diffs = compare(ref.kind, git, normalize(live), ignore)
     if not diffs:
         return []
     track = config.track_for(ref.kind)
     secret = ref.kind == "Secret"
     proposed = proposed or {}
-    if ref.kind == "Endpoints":
-        # One drift per Endpoints: where it points now, classified against its candidates.
-        cls = classify.endpoints_class(live, candidates)
-        if cls is DriftClass.VALUE and all(fd.cls is DriftClass.ADDED for fd in diffs):
-            cls = DriftClass.ADDED
-        dirn = classify.combine([_direction(fd, bases, proposed) for fd in diffs])
-        manager, when = classify.provenance(live, ("subsets",))
-        changed = classify.parse_time(when) or observed_since
-        action, reason = classify.decide(ref.kind, cls, dirn, track, changed, now, config.stable_for)
-        git_addrs = " ".join(classify.ready_addresses(obj.data)) or None
-        live_addrs = " ".join(classify.ready_addresses(live)) or None
-        if cls is DriftClass.CLEARED:
-            detail = f"cleared (was {git_addrs}): no ready address since {when or 'unknown'}"
-        else:
-            detail = describe_change(git_addrs or "", live_addrs or "")
-        edits = tuple(e for e in map(_edit_for, diffs) if e is not None)
-        return [Drift(ref, obj.file, ("subsets",), git_addrs, live_addrs, dirn, cls, action, manager, when,
-                      detail, reason, edits)]
     out = []
+    if binding is not None:
+        # Where the Service points: one drift, classified against its candidates. Port and
+        # other changes of the object are drifts of their own, below.
+        moved, diffs = endpoints.split(ref.kind, git, diffs)
+        if moved:
+            dirn = classify.combine([_direction(fd, bases, proposed) for fd in moved])
+            out.append(endpoints.address_drift(ref, obj.file, obj.data, live, moved, binding, dirn, track, now,
+                                               config.stable_for, observed_since))
     for fd in diffs:
         dirn = _direction(fd, bases, proposed)
         manager, when = classify.provenance(live, fd.path)
@@ -133,7 +181,8 @@ def _to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
     """The live objects ``detect`` will read: tracked ones and their candidate ConfigMaps."""
     refs = [ref for ref in manifests.objects if config.track_for(ref.kind) is not Track.IGNORE]
     for ref in list(refs):
-        bound = config.candidates_for(ref.namespace, ref.name) if ref.kind == "Endpoints" else None
+        service = endpoints.service_of(ref.kind, manifests.objects[ref].data)
+        bound = config.candidates_for(ref.namespace, service) if service is not None else None
         if bound is not None:
             refs.append(ObjectRef("v1", "ConfigMap", bound.namespace, bound.config_map))
     return refs
@@ -160,12 +209,12 @@ def detect(
     prefetch = getattr(source, "prefetch", None)
     if prefetch is not None:  # an API source reads everything at once (lists, concurrent GETs)
         prefetch(_to_read(config, manifests))
+    family = _Family(manifests)
     for ref, obj in sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix)):
         if config.track_for(ref.kind) is Track.IGNORE:
             continue
         try:
-            live = cache[ref] if ref in cache else source.get(ref)
-            cache[ref] = live
+            live = _get_live(source, ref, cache)
             if live is None:
                 drifts.append(Drift(ref, obj.file, (), "declared", None, Direction.UNKNOWN, DriftClass.REMOVED,
                                     Action.REPORT, detail="declared in git, absent live",
@@ -174,10 +223,14 @@ def detect(
                 continue
             # Bases: the last-applied annotation and syncer's own record of the last agreement.
             bases = [b for b in (last_applied(live), store.base(ref) if store is not None else None) if b is not None]
-            cands = _candidates(config, ref, source, manifests, cache) if ref.kind == "Endpoints" else None
+            if ref in family.shadowed:
+                checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
+                continue
+            binding = family.binding(obj, live, config, source, manifests, cache) \
+                if endpoints.is_family(ref.kind) else None
             since = observed_since.get(ref) if observed_since else None
             proposed = store.proposed(ref) if store is not None else None
-            drifts.extend(_object_drifts(obj, live, config, bases, now, cands, since, proposed))
+            drifts.extend(_object_drifts(obj, live, config, bases, now, binding, since, proposed))
             checked.append(ref)
         except ClusterUnreachable:
             raise  # nothing can be compared

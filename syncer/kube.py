@@ -50,6 +50,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from syncer import __version__
+from syncer.endpoints import ALTERNATE_VERSIONS
 from syncer.errors import ClusterError, ConfigError
 from syncer.model import ObjectRef
 
@@ -665,9 +666,26 @@ class KubeClient:
             raise ClusterError(f"the API server does not serve {kind} in {api_version}")
         return table[kind]
 
+    def served(self, api_version: str, kind: str) -> tuple[str, str, bool]:
+        """(apiVersion, plural, namespaced) the server serves ``kind`` under: ``api_version``, or
+        an older version of the same kind (EndpointSlices: v1beta1 on Kubernetes 1.19/1.20)."""
+        try:
+            return (api_version, *self.resource(api_version, kind))
+        except ClusterUnreachable:
+            raise
+        except ClusterError as exc:
+            for alt in ALTERNATE_VERSIONS.get((api_version, kind), ()):
+                try:
+                    return (alt, *self.resource(alt, kind))
+                except ClusterUnreachable:
+                    raise
+                except ClusterError:
+                    continue
+            raise exc
+
     def collection_path(self, ref: ObjectRef) -> str:
-        plural, namespaced = self.resource(ref.api_version, ref.kind)
-        prefix = "/api/v1" if ref.api_version == "v1" else f"/apis/{ref.api_version}"
+        api_version, plural, namespaced = self.served(ref.api_version, ref.kind)
+        prefix = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
         return f"{prefix}/namespaces/{ref.namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
 
     def object_path(self, ref: ObjectRef) -> str:

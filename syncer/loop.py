@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from syncer.classify import parse_time, provenance
 from syncer.config import Config, NEVER_WRITTEN
+from syncer.endpoints import SLICE, address_root
 from syncer.errors import ClusterError, ConfigError, ForgeError, GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.livecache import LiveCache
 from syncer.logs import event
 from syncer.metrics import Metrics
-from syncer.model import Action, DriftClass, ObjectRef, Result, Track
+from syncer.model import Action, Drift, DriftClass, ObjectRef, Result, Track
 from syncer.normalize import normalize
 from syncer.server import Health
 from syncer.sync import Loaded, Mode, Outcome, dry_run, load_installation, sync_commit, sync_pr
@@ -103,6 +104,14 @@ def tracked_refs(loaded: Loaded) -> set[ObjectRef]:
     return refs
 
 
+def _subject(d: Drift) -> ObjectRef:
+    """What an outage or an undeclared address is about: the Endpoints itself, or the Service
+    whose slices were judged together (one report for all of them)."""
+    if d.ref.kind == SLICE and d.service:
+        return ObjectRef("v1", "Service", d.ref.namespace, d.service)
+    return d.ref
+
+
 def _iso(when: datetime) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -135,7 +144,9 @@ class Loop:
         self._next_resync = clock() + settings.resync
         self._wait_until: float | None = None
         self._open: dict[ObjectRef, Outage] = {}
+        self._members: dict[ObjectRef, set[ObjectRef]] = {}  # the objects an open outage is seen in
         self._undeclared: dict[ObjectRef, Any] = {}
+        self._undeclared_members: dict[ObjectRef, set[ObjectRef]] = {}
         self._errors: set[str] = set()
         self.outages: list[Outage] = []  # ended outages, newest last (at most 100)
         self.last: PassReport | None = None
@@ -322,51 +333,69 @@ class Loop:
 
     def _track_outages(self, report: PassReport, result: Result, now: datetime,
                        since: dict[ObjectRef, datetime]) -> None:
-        cleared = {d.ref: d for d in result.drifts if d.cls is DriftClass.CLEARED}
-        for ref, d in cleared.items():
-            if ref not in self._open:
-                start = parse_time(d.changed_at) or since.get(ref) or now
-                self._open[ref] = Outage(ref, start, None, d.git)
-                event(log, logging.WARNING, "outage started: no ready address (never written to git)", ref=ref,
-                      since=_iso(start), git=d.git)
-        for ref in [r for r in self._open if r not in cleared and r in result.checked]:
-            outage = self._open.pop(ref)
-            end = self._change_time(ref, since) or now
-            ended = Outage(ref, outage.started_at, max(end, outage.started_at), outage.was)
+        cleared: dict[ObjectRef, list[Drift]] = {}
+        for d in result.drifts:
+            if d.cls is DriftClass.CLEARED:
+                cleared.setdefault(_subject(d), []).append(d)
+        for key, ds in cleared.items():
+            self._members.setdefault(key, set()).update(d.ref for d in ds)
+            if key not in self._open:
+                start = min((t for t in (parse_time(d.changed_at) for d in ds) if t is not None), default=None) \
+                    or min((since[d.ref] for d in ds if d.ref in since), default=None) or now
+                was = " ".join(d.git for d in ds if d.git) or None
+                self._open[key] = Outage(key, start, None, was)
+                event(log, logging.WARNING, "outage started: no ready address (never written to git)", ref=key,
+                      since=_iso(start), git=was)
+        for key in [k for k in self._open if k not in cleared and self._members.get(k, {k}) & set(result.checked)]:
+            outage = self._open.pop(key)
+            end = self._change_time(self._members.pop(key, {key}), since) or now
+            ended = Outage(key, outage.started_at, max(end, outage.started_at), outage.was)
             self.outages = [*self.outages[-99:], ended]
             report.outages_ended.append(ended)
             self.metrics.outages.labels(self.settings.installation).inc()
             duration = ended.to_json()["duration_seconds"]
-            event(log, logging.WARNING, "outage ended", ref=ref, started_at=_iso(ended.started_at),
+            event(log, logging.WARNING, "outage ended", ref=key, started_at=_iso(ended.started_at),
                   ended_at=_iso(end), duration_seconds=duration)
             if report.leader:
                 self._notify("drift.cleared", {
-                    "summary": f"{ref} had no ready address from {_iso(ended.started_at)} to {_iso(end)} "
+                    "summary": f"{key} had no ready address from {_iso(ended.started_at)} to {_iso(end)} "
                                f"({duration:.0f}s)",
                     "outage": ended.to_json(),
-                    "drifts": [d.to_json() for d in result.drifts if d.ref == ref]})
+                    "drifts": [d.to_json() for d in result.drifts if _subject(d) == key]})
 
-    def _change_time(self, ref: ObjectRef, since: dict[ObjectRef, datetime]) -> datetime | None:
-        """When the object last changed: its managedFields time for subsets, else when we saw it."""
-        try:
-            live = self.cache.get(ref)
-        except ClusterError:
-            live = None
-        when = parse_time(provenance(live, ("subsets",))[1]) if live else None
-        return when or since.get(ref)
+    def _change_time(self, refs: set[ObjectRef], since: dict[ObjectRef, datetime]) -> datetime | None:
+        """When the objects last changed: their managedFields time for addresses, else when we saw them."""
+        times = []
+        for ref in refs:
+            try:
+                live = self.cache.get(ref)
+            except ClusterError:
+                live = None
+            when = parse_time(provenance(live, address_root(ref.kind))[1]) if live else None
+            when = when or since.get(ref)
+            if when is not None:
+                times.append(when)
+        return max(times, default=None)
 
     def _track_undeclared(self, report: PassReport, result: Result) -> None:
-        now = {d.ref: d for d in result.drifts if d.cls is DriftClass.UNDECLARED}
-        for ref, d in now.items():
-            if self._undeclared.get(ref) != d.live:
-                self._undeclared[ref] = d.live
-                event(log, logging.WARNING, "undeclared address: in no candidate list", ref=ref, live=d.live,
-                      git=d.git, manager=d.manager)
+        now: dict[ObjectRef, list[Drift]] = {}
+        for d in result.drifts:
+            if d.cls is DriftClass.UNDECLARED:
+                now.setdefault(_subject(d), []).append(d)
+        for key, ds in now.items():
+            self._undeclared_members[key] = {d.ref for d in ds}
+            live = " ".join(sorted({a for d in ds for a in str(d.live or "").split()})) or None
+            if self._undeclared.get(key) != live:
+                self._undeclared[key] = live
+                event(log, logging.WARNING, "undeclared address: in no candidate list", ref=key, live=live,
+                      git=" ".join(d.git for d in ds if d.git) or None, manager=ds[0].manager)
                 if report.leader:
-                    self._notify("drift.undeclared", {"summary": f"{ref} points at {d.live}, which no candidate "
-                                                                 "list declares", "drifts": [d.to_json()]})
-        for ref in [r for r in self._undeclared if r not in now and r in result.checked]:
-            del self._undeclared[ref]
+                    self._notify("drift.undeclared", {"summary": f"{key} points at {live}, which no candidate "
+                                                                 "list declares", "drifts": [d.to_json() for d in ds]})
+        checked = set(result.checked)
+        for key in [k for k in self._undeclared if k not in now and self._undeclared_members.get(k, {k}) & checked]:
+            del self._undeclared[key]
+            self._undeclared_members.pop(key, None)
 
     def _pr_notify(self, out: Outcome) -> None:
         assert out.pr is not None

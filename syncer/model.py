@@ -101,6 +101,7 @@ class Drift:
     detail: str = ""  # human summary, e.g. "+192.168.68.75 -192.168.68.58"
     reason: str = ""  # why this action (e.g. "held 3m of 10m", "Secret: never written")
     edits: tuple[Edit, ...] = ()  # what write-back changes in the file for this drift
+    service: str = ""  # Endpoints family: the Service whose address set was judged (see syncer.endpoints)
 
     @property
     def path_text(self) -> str:
@@ -123,6 +124,7 @@ class Drift:
             "action": self.action.value,
             "detail": self.detail,
             "reason": self.reason,
+            **({"service": self.service} if self.service else {}),
         }
 
 

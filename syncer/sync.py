@@ -138,15 +138,16 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
 
 
 def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> list[Drift]:
-    """Endpoints picks already proposed on the open branch, kept while the backend is away.
+    """Endpoints (and EndpointSlice) picks already proposed on the open branch, kept while the
+    backend is away.
 
     A pick proposed earlier is still the best value known when its Endpoints is cleared (the
     host sleeps) or re-made and not yet stable again; dropping it would rewrite the branch
     and the PR at every sleep/wake flap. The edits are recomputed from base to the branch's
     version, so the branch's bytes come out identical.
     """
-    from syncer.classify import ready_addresses
     from syncer.diff import compare
+    from syncer.endpoints import address_root, is_family, ready_addresses
     from syncer.manifests import object_ref, parse_documents
     from syncer.normalize import normalize
     from syncer.values import describe_change
@@ -154,7 +155,8 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
     kept: list[Drift] = []
     texts: dict[str, list[Any]] = {}
     for d in result.drifts:
-        if d.ref.kind != "Endpoints" or d.action is Action.WRITE or d.ref not in manifests.objects:
+        if not is_family(d.ref.kind) or d.path != address_root(d.ref.kind) or d.action is Action.WRITE \
+                or d.ref not in manifests.objects:
             continue
         if d.cls is not DriftClass.CLEARED and d.action is not Action.WAIT:
             continue
@@ -175,12 +177,12 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
                     continue
         if proposed is None:
             continue
-        fds = compare("Endpoints", normalize(obj.data), normalize(proposed))
+        fds = compare(d.ref.kind, normalize(obj.data), normalize(proposed))
         edits = tuple(Edit(fd.path, fd.live, add=fd.cls is DriftClass.ADDED) for fd in fds
                       if fd.cls in (DriftClass.VALUE, DriftClass.ADDED))
         if not edits:
             continue
-        live = " ".join(ready_addresses(proposed)) or None
+        live = " ".join(ready_addresses(d.ref.kind, proposed)) or None
         kept.append(replace(d, live=live, cls=DriftClass.PICK, action=Action.WRITE, edits=edits,
                             detail=describe_change(d.git or "", live or ""),
                             reason="kept from the open pull request while the backend is away or not yet stable"))

@@ -128,6 +128,7 @@ DEFAULT_RESOURCES: tuple[Resource, ...] = (
     _res("rbac.authorization.k8s.io", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding",
          namespaced=False, create_on_update=True),
     _res("coordination.k8s.io", "leases", "lease", "Lease", create_on_update=True),
+    _res("discovery.k8s.io", "endpointslices", "endpointslice", "EndpointSlice"),
     _res("networking.k8s.io", "ingresses", "ingress", "Ingress", short_names=("ing",),
          has_generation=True, status_subresource=True),
     _res("networking.k8s.io", "networkpolicies", "networkpolicy", "NetworkPolicy",
@@ -248,6 +249,70 @@ def _conflict(res: Resource, name: str, why: str = "the object has been modified
 
 def _bad_request(message: str) -> _ApiError:
     return _ApiError(400, "BadRequest", message)
+
+
+def _invalid(res: Resource, name: str, causes: list[tuple[str, str, str]]) -> _ApiError:
+    """422 Invalid with one cause per (reason, field, detail), worded as the apiserver does."""
+    text = ", ".join(f"{f}: {d}" for _, f, d in causes)
+    if len(causes) > 1:
+        text = "[" + text + "]"
+    return _ApiError(422, "Invalid", f'{res.kind}.{res.group} "{name}" is invalid: {text}' if res.group
+                     else f'{res.kind} "{name}" is invalid: {text}',
+                     {"name": name, **({"group": res.group} if res.group else {}), "kind": res.kind,
+                      "causes": [{"reason": r, "message": d, "field": f} for r, f, d in causes]})
+
+
+_ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
+
+
+def _address_ok(address_type: str, text: str) -> str:
+    """'' when ``text`` is a valid address of ``address_type``, else the apiserver's complaint."""
+    import ipaddress
+
+    if address_type == "FQDN":
+        ok = len(text) <= 253 and _DNS_SUBDOMAIN.fullmatch(text) is not None
+        return "" if ok else _DNS_SUBDOMAIN_MSG
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        ip = None
+    want = 4 if address_type == "IPv4" else 6
+    return "" if ip is not None and ip.version == want else f"must be a valid {address_type} address"
+
+
+def _validate_endpoint_slice(res: Resource, name: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """The checks of ``ValidateEndpointSlice`` that a reconciler or a test can trip over:
+    addressType required, supported and immutable; each endpoint has 1-100 addresses of
+    that type; at most 1000 endpoints and 100 ports."""
+    causes: list[tuple[str, str, str]] = []
+    atype = obj.get("addressType")
+    if not atype:
+        causes.append(("FieldValueRequired", "addressType", "Required value"))
+    elif atype not in _ADDRESS_TYPES:
+        causes.append(("FieldValueNotSupported", "addressType", f'Unsupported value: "{atype}": supported values: '
+                       + ", ".join(f'"{t}"' for t in _ADDRESS_TYPES)))
+    elif old is not None and old.get("addressType") != atype:
+        causes.append(("FieldValueInvalid", "addressType", f'Invalid value: "{atype}": field is immutable'))
+    endpoints = obj.get("endpoints") or []
+    if len(endpoints) > 1000:
+        causes.append(("FieldValueTooMany", "endpoints", f"Too many: {len(endpoints)}: must have at most 1000 items"))
+    for i, ep in enumerate(endpoints if isinstance(endpoints, list) else []):
+        addresses = ep.get("addresses") if isinstance(ep, dict) else None
+        if not addresses:
+            causes.append(("FieldValueRequired", f"endpoints[{i}].addresses",
+                           "Required value: must contain at least 1 address"))
+            continue
+        if len(addresses) > 100:
+            causes.append(("FieldValueTooMany", f"endpoints[{i}].addresses",
+                           f"Too many: {len(addresses)}: must have at most 100 items"))
+        for j, addr in enumerate(addresses):
+            why = _address_ok(str(atype), str(addr)) if atype in _ADDRESS_TYPES else ""
+            if why:
+                causes.append(("FieldValueInvalid", f"endpoints[{i}].addresses[{j}]", f'Invalid value: "{addr}": {why}'))
+    if len(obj.get("ports") or []) > 100:
+        causes.append(("FieldValueTooMany", "ports", f"Too many: {len(obj['ports'])}: must have at most 100 items"))
+    if causes:
+        raise _invalid(res, name, causes)
 
 
 # --------------------------------------------------------------------------
@@ -1131,9 +1196,13 @@ class FakeKubeAPI:
                operation: str, ts: str | None, subresource: str = "", dry_run: bool = False) -> dict[str, Any]:
         key = (res, ns, name)
         old = self._objects.get(key)
+        if res.kind == "EndpointSlice":
+            _validate_endpoint_slice(res, name, desired, old)
         now = ts or _rfc3339()
         obj = copy.deepcopy(desired)
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind
+        if res.kind == "EndpointSlice" and not obj.get("endpoints"):
+            obj["endpoints"] = None  # a required list without omitempty: empty comes back as null
         md = obj.setdefault("metadata", {})
         for k in ("managedFields", "resourceVersion", "uid", "creationTimestamp", "selfLink"):
             md.pop(k, None)
