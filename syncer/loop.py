@@ -337,8 +337,10 @@ class Loop:
         for d in result.drifts:
             if d.cls is DriftClass.CLEARED:
                 cleared.setdefault(_subject(d), []).append(d)
+        for d in result.drifts:  # every slice seen moving while the Service is out: its end is theirs
+            if _subject(d) in cleared or _subject(d) in self._open:
+                self._members.setdefault(_subject(d), set()).add(d.ref)
         for key, ds in cleared.items():
-            self._members.setdefault(key, set()).update(d.ref for d in ds)
             if key not in self._open:
                 start = min((t for t in (parse_time(d.changed_at) for d in ds) if t is not None), default=None) \
                     or min((since[d.ref] for d in ds if d.ref in since), default=None) or now
