@@ -219,8 +219,8 @@ def test_a_mirrored_slice_is_not_reported_a_second_time(repo: Path) -> None:
     declared = copy.deepcopy(mirrored)
     declared["endpoints"] = [{"addresses": ["192.168.68.58"], "conditions": {"ready": True}}]
     (repo / "hosts/asgard/mirrored.yaml").write_text(_json.dumps(declared))
-    (repo / "hosts/asgard/syncer.yaml").write_text(
-        (repo / "hosts/asgard/syncer.yaml").read_text().replace("  Endpoints: stable\n",
+    (repo / "hosts/asgard/syncer.conf").write_text(
+        (repo / "hosts/asgard/syncer.conf").read_text().replace("  Endpoints: stable\n",
                                                                "  Endpoints: stable\n  EndpointSlice: stable\n"))
     live = SnapshotSource([EXAMPLE_LIVE], NS)
     ref = ObjectRef(V1, "EndpointSlice", NS, "mac-ollama-x7k2p")

@@ -42,6 +42,11 @@ def kubectl(kubeconfig: Path, *args: str, env: dict[str, str] | None = None) -> 
                           text=True, timeout=120, check=False, env=env, stdin=subprocess.DEVNULL)
 
 
+def cluster_serves(cluster: RealCluster, group_version: str) -> bool:
+    found = cluster.request("GET", "/apis").get("groups") or []
+    return any(v.get("groupVersion") == group_version for g in found for v in g.get("versions") or [])
+
+
 def copy_into_namespaces(cluster: RealCluster, installation: str, dest: Path) -> tuple[Path, int]:
     """``hosts/<installation>/`` copied under ``dest/hosts/`` with every namespace it uses replaced
     by a fresh one on the cluster (the session's API server is shared); returns the copy and how
@@ -57,6 +62,9 @@ def copy_into_namespaces(cluster: RealCluster, installation: str, dest: Path) ->
             text = f.read_text()
             for old, new in renames.items():
                 text = re.sub(rf"(?m)^(\s*(?:- )?namespace:\s*){re.escape(old)}(\s*(#.*)?)$", rf"\g<1>{new}\g<2>", text)
+            if not cluster_serves(cluster, "discovery.k8s.io/v1"):
+                # This tier's v1.20 serves EndpointSlices only as v1beta1 (same fields as used here).
+                text = text.replace("apiVersion: discovery.k8s.io/v1\n", "apiVersion: discovery.k8s.io/v1beta1\n")
             f.write_text(text)
     new_config = load_config(host, installation)
     return host, len(load_manifests(dest, installation, new_config.namespace).objects)
