@@ -19,6 +19,7 @@ import shutil
 import ssl
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -225,3 +226,61 @@ def test_sidecar_on_slices_sleep_wake_flapping_gives_no_commit(real_cluster: Rea
     outages = [p["outage"] for p in posted if p["event"] == "drift.cleared"]
     assert [(o["kind"], o["name"]) for o in outages] == [("Service", "mac-ollama")] * 3
     assert all(o["duration_seconds"] is not None and o["duration_seconds"] >= 0 for o in outages)
+
+
+# -- the fake API server speaks the same EndpointSlice wire format ---------------------------
+
+PROBES: list[tuple[str, str, dict[str, Any]]] = [
+    ("POST", "", {"metadata": {"name": "s-empty", "labels": {"kubernetes.io/service-name": "svc"}},
+                  "addressType": "IPv4", "endpoints": []}),
+    ("POST", "", {"metadata": {"name": "s-no-type"}, "endpoints": []}),
+    ("POST", "", {"metadata": {"name": "s-bad-type"}, "addressType": "IPv5", "endpoints": []}),
+    ("POST", "", {"metadata": {"name": "s-bad-ip"}, "addressType": "IPv4",
+                  "endpoints": [{"addresses": ["fd7a::1"]}]}),
+    ("POST", "", {"metadata": {"name": "s-no-addr"}, "addressType": "FQDN", "endpoints": [{"addresses": []}]}),
+    ("PUT", "s-empty", {"metadata": {"name": "s-empty"}, "addressType": "IPv6", "endpoints": []}),
+]
+
+
+def _probe(url: str, token: str, ctx: ssl.SSLContext | None, prefix: str, version: str, method: str, name: str,
+           body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    body = {"apiVersion": version, "kind": "EndpointSlice", **json.loads(json.dumps(body))}
+    if method == "PUT":  # replace the object as read, with only addressType changed
+        with urllib.request.urlopen(urllib.request.Request(
+                f"{url}{prefix}/{name}", headers={"Authorization": f"Bearer {token}"}), timeout=10,
+                context=ctx) as resp:
+            current = json.loads(resp.read())
+        body = {**current, "addressType": body["addressType"]}
+    req = urllib.request.Request(f"{url}{prefix}{'/' + name if name else ''}", data=json.dumps(body).encode(),
+                                 method=method, headers={"Authorization": f"Bearer {token}",
+                                                         "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _comparable(code: int, doc: dict[str, Any]) -> tuple[Any, ...]:
+    if doc.get("kind") == "Status":
+        causes = sorted((c["reason"], c["field"], c["message"]) for c in (doc.get("details") or {}).get("causes", []))
+        return code, doc["reason"], doc["message"], causes
+    return code, doc["kind"], doc["addressType"], "endpoints" in doc, doc.get("endpoints")
+
+
+def test_the_fake_answers_endpointslice_requests_as_the_real_server(real_cluster: RealCluster, namespace: str,
+                                                                    tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakes.kube_api import FakeKubeAPI
+
+    real_prefix = f"/apis/{BETA}/namespaces/{namespace}/endpointslices"
+    real = [_comparable(*_probe(real_cluster.url, real_cluster.admin_token, getattr(real_cluster, "_ssl", None),
+                                real_prefix, BETA, m, n, b)) for m, n, b in PROBES]
+    with FakeKubeAPI() as fake:
+        fake_prefix = f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
+        faked = [_comparable(*_probe(fake.url, fake.token, None, fake_prefix, "discovery.k8s.io/v1", m, n, b))
+                 for m, n, b in PROBES]
+    assert [r[0] for r in real] == [201, 422, 422, 422, 422, 422], real
+    assert faked == real
