@@ -572,3 +572,32 @@ def test_kubeconfig_is_loadable(fake_kube: FakeKubeAPI, tmp_path: pathlib.Path) 
     contexts, active = config.list_kube_config_contexts(config_file=str(path))
     assert active["name"] == "ctx" and active["context"]["namespace"] == "ai"
     assert os.path.exists(path)
+
+
+def test_endpointslices_v1_through_the_typed_client(fake_kube: FakeKubeAPI, api: client.ApiClient) -> None:
+    """EndpointSlices as a manager writes them and the real server answers (the 422 wording and
+    the null for an empty list are checked against the real one in tests/realapi)."""
+    disc = client.DiscoveryV1Api(api)
+    body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4",
+            "metadata": {"name": "mac-ollama-ipv4", "labels": {"kubernetes.io/service-name": "mac-ollama"}},
+            "endpoints": [{"addresses": ["192.168.68.58"], "conditions": {"ready": True}}],
+            "ports": [{"name": "http", "port": 11434, "protocol": "TCP"}]}
+    disc.create_namespaced_endpoint_slice(NS, body, field_manager="slice-endpoint-manager")
+    disc.patch_namespaced_endpoint_slice("mac-ollama-ipv4", NS, {"endpoints": []}, field_manager="slice-endpoint-manager",
+                                         _content_type="application/merge-patch+json")
+    raw = json.loads(raw_get(api, "/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices/{name}",
+                             {"namespace": NS, "name": "mac-ollama-ipv4"}).read())
+    assert raw["endpoints"] is None and raw["addressType"] == "IPv4"
+    [entry] = raw["metadata"]["managedFields"]
+    assert entry["manager"] == "slice-endpoint-manager" and entry["fieldsV1"]["f:endpoints"] == {}  # atomic
+    found = disc.list_namespaced_endpoint_slice(NS, label_selector="kubernetes.io/service-name=mac-ollama")
+    assert [s.metadata.name for s in found.items] == ["mac-ollama-ipv4"]
+    with pytest.raises(ApiException) as exc:
+        disc.patch_namespaced_endpoint_slice("mac-ollama-ipv4", NS, {"addressType": "IPv6"},
+                                             _content_type="application/merge-patch+json")
+    assert exc.value.status == 422
+    assert json.loads(exc.value.body)["message"] == (
+        'EndpointSlice.discovery.k8s.io "mac-ollama-ipv4" is invalid: addressType: Invalid value: "IPv6": '
+        "field is immutable")
+    discovery = json.loads(raw_get(api, "/apis/discovery.k8s.io/v1", {}).read())
+    assert {r["name"]: r["kind"] for r in discovery["resources"]} == {"endpointslices": "EndpointSlice"}

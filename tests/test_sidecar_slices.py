@@ -229,3 +229,36 @@ def test_a_morning_of_slice_flapping_gives_no_commit_and_no_pr_update(vanaheim: 
         ("Service", "mac-ollama", "2026-08-21T07:19:29Z", "2026-08-21T07:22:02Z"),
         ("Service", "mac-ollama", "2026-08-21T07:41:13Z", "2026-08-21T08:03:24Z")]
     assert [p["event"] for p in posted] == ["drift.cleared"] * 3
+
+
+def test_a_proposed_slice_pick_stays_on_the_open_pr_while_the_backend_flaps(vanaheim: Path, fake: FakeKubeAPI,
+                                                                           tmp_path: Path) -> None:
+    clock = FakeClock(datetime(2026, 8, 21, 7, 0, tzinfo=UTC))
+    forge = RecordingForge()
+    sc = sidecar(fake, vanaheim, tmp_path, Mode.PR, clock, forge=forge)
+    sc.start(run_loop=False)
+    try:
+        sc.loop.step()
+        event_then_step(sc, clock, fake, clock_at(clock), lambda: fake.patch(
+            "v1", "ConfigMap", NS, "slice-endpoint-manager",
+            {"data": {"MAC_ADDRS": "192.168.68.75 192.168.68.58 fd7a:115c:a1e0::5a"}}, manager="kubectl-edit"))
+        when = datetime(2026, 8, 21, 7, 1, tzinfo=UTC)
+        run_until(sc, clock, when)
+        event_then_step(sc, clock, fake, when,
+                        lambda: point(fake, "mac-ollama-ipv4", "192.168.68.75", "2026-08-21T07:01:00Z"))
+        run_until(sc, clock, datetime(2026, 8, 21, 7, 12, tzinfo=UTC))  # the pick held stableFor: proposed
+        assert forge.open is not None and "192.168.68.75" in git(origin(vanaheim), "show",
+                                                                 f"syncer/vanaheim:{BACKENDS}")
+        branch = git(origin(vanaheim), "rev-parse", "syncer/vanaheim")
+        writes = list(forge.writes)
+        for hhmmss, ready in (("07:20:00", False), ("07:24:30", True), ("07:31:00", False), ("07:33:10", True)):
+            at = datetime.fromisoformat(f"2026-08-21T{hhmmss}+00:00")
+            run_until(sc, clock, at)
+            event_then_step(sc, clock, fake, at, lambda r=ready, s=at.strftime("%Y-%m-%dT%H:%M:%SZ"): point(
+                fake, "mac-ollama-ipv4", "192.168.68.75", s, ready=r))
+        reports = run_until(sc, clock, datetime(2026, 8, 21, 9, 0, tzinfo=UTC))
+        assert all(r.error is None for r in reports)
+    finally:
+        sc.stop()
+    assert git(origin(vanaheim), "rev-parse", "syncer/vanaheim") == branch
+    assert forge.writes == writes
