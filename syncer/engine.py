@@ -130,6 +130,8 @@ class _Family:
         for member in members:
             try:
                 other = live if member == ref else _get_live(source, member, cache)
+            except ClusterUnreachable:
+                raise
             except ClusterError:
                 continue  # that slice reports its own error; judge with the ones we can see
             seen += [a for a in endpoints.ready_addresses(member.kind, other) if a not in seen]

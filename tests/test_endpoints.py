@@ -244,3 +244,36 @@ def test_a_v1beta1_snapshot_serves_a_v1_manifest(repo: Path) -> None:
     assert family(result) == [("m1-ollama-fqdn", "endpoints", "cleared", "report"),
                               ("mac-ollama-ipv4", "endpoints", "pick", "write")]
     assert result.errors == ()
+
+
+class _Refusing:
+    """A live source whose API server refuses one object (a Role missing its name)."""
+
+    def __init__(self, inner: SnapshotSource, refused: ObjectRef) -> None:
+        self.inner, self.refused = inner, refused
+
+    def get(self, ref: ObjectRef) -> Any:
+        if ref == self.refused:
+            from syncer.errors import ClusterError
+
+            raise ClusterError(f"API server refused get {ref} (403): forbidden", transient=False)
+        return self.inner.get(ref)
+
+    def describe(self) -> str:
+        return "refusing"
+
+
+def test_a_slice_that_cannot_be_read_costs_only_itself(repo: Path, live: SnapshotSource) -> None:
+    point(live, IPV4, ep("192.168.68.75", ready=True))
+    loaded = load_installation(repo, "vanaheim")
+    result = detect(loaded.config, loaded.manifests, _Refusing(live, IPV6), NOW)  # type: ignore[arg-type]
+    assert [(d.ref.name, d.cls.value) for d in result.drifts if d.ref == IPV4] == [("mac-ollama-ipv4", "pick")]
+    assert [e.message for e in result.errors] == [f"{IPV6}: API server refused get {IPV6} (403): forbidden"]
+
+
+def test_a_slice_bound_to_no_candidate_list_is_a_plain_value(repo: Path, live: SnapshotSource) -> None:
+    conf = repo / "hosts/vanaheim/syncer.conf"
+    conf.write_text(conf.read_text().split("candidates:")[0] + "ignore: []\n")
+    result, new = run(repo, live)
+    assert family(result) == [("m1-ollama-fqdn", "endpoints", "cleared", "report"),  # no ready address: still
+                              ("mac-ollama-ipv4", "endpoints", "value", "write")]  # held stableFor long ago
