@@ -359,15 +359,16 @@ def test_restricted_security_context(scenario: Path) -> None:
 def test_probes_use_the_http_port(scenario: Path) -> None:
     for pod in pod_specs(render(scenario)):
         container = syncer_container(pod)
+        installation = values_of(scenario)["installation"]
         if values_of(scenario)["mode"] == "cronjob":  # a one-shot run: no server, no probes
-            assert container["args"] == ["sync", "asgard"]
+            assert container["args"] == ["sync", installation]
             assert not {"ports", "livenessProbe", "readinessProbe"} & set(container)
             continue
         (port,) = container["ports"]
         assert port["name"] == "http"
         assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
         assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-        assert container["args"][:2] == ["run", "asgard"]
+        assert container["args"][:2] == ["run", installation]
         assert container["args"][2:] == ["--listen", f"0.0.0.0:{port['containerPort']}"]
 
 
