@@ -32,6 +32,7 @@ from typing import Any
 from syncer.classify import decide, parse_time, provenance
 from syncer.diff import FieldDiff
 from syncer.model import Direction, Drift, DriftClass, Edit, ObjectRef, Path, Track
+from syncer.normalize import is_ignored
 from syncer.values import address_list, describe_change
 
 SLICE = "EndpointSlice"
@@ -257,6 +258,23 @@ def split(kind: str, git: Mapping[str, Any], diffs: list[FieldDiff]) -> tuple[li
         else:
             addresses.append(fd)
     return addresses, rest
+
+
+def readiness_diff(kind: str, git: Mapping[str, Any], live: Mapping[str, Any], diffs: list[FieldDiff],
+                   ignore: tuple[str, ...] = ()) -> list[FieldDiff]:
+    """The address part as one difference when only readiness changed where git says nothing.
+
+    A manifest may leave ``conditions`` out (absent means ready); the manager then marks the
+    endpoint ``ready: false``. No declared field differs, yet the Service has lost its
+    address: that is an outage to report, so it must not pass as "in sync".
+    """
+    root = address_root(kind)
+    if any(is_address_path(kind, fd.path) for fd in diffs) or is_ignored(root, ignore):
+        return []
+    if set(ready_addresses(kind, git)) == set(ready_addresses(kind, live)):
+        return []  # the order of addresses carries no meaning
+    key = "endpoints" if kind == SLICE else "subsets"
+    return [FieldDiff(root, git.get(key), live.get(key), DriftClass.VALUE)]
 
 
 def _edit(fd: FieldDiff) -> Edit | None:

@@ -152,6 +152,8 @@ def _object_drifts(
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
     git = normalize(obj.data)
     diffs = compare(ref.kind, git, normalize(live), ignore)
+    if binding is not None:
+        diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
         return []
     track = config.track_for(ref.kind)

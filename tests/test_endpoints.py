@@ -277,3 +277,17 @@ def test_a_slice_bound_to_no_candidate_list_is_a_plain_value(repo: Path, live: S
     result, new = run(repo, live)
     assert family(result) == [("m1-ollama-fqdn", "endpoints", "cleared", "report"),  # no ready address: still
                               ("mac-ollama-ipv4", "endpoints", "value", "write")]  # held stableFor long ago
+
+
+def test_a_manifest_without_conditions_still_sees_its_endpoint_go_unready(repo: Path, live: SnapshotSource) -> None:
+    backends = repo / "hosts/vanaheim/ollama-backends.yaml"
+    backends.write_text(backends.read_text().replace(
+        "      - m1-laptop.tail4a2b.ts.net   # M1 laptop, tailnet name\n    conditions:\n      ready: true\n",
+        "      - m1-laptop.tail4a2b.ts.net   # M1 laptop, tailnet name\n"))
+    result, new = run(repo, live)  # live: the same address, `ready: false`
+    [d] = [d for d in result.drifts if d.ref == FQDN]
+    assert (d.cls, d.action, d.git, d.live) == (DriftClass.CLEARED, Action.REPORT, "m1-laptop.tail4a2b.ts.net", None)
+    assert "ready: false" not in new["hosts/vanaheim/ollama-backends.yaml"]  # only mac-ollama's pick is written
+    point(live, FQDN, ep("m1-laptop.tail4a2b.ts.net", ready=True, serving=True, terminating=False))  # awake
+    result, _ = run(repo, live)
+    assert [d for d in result.drifts if d.ref == FQDN] == []
