@@ -139,11 +139,29 @@ def _flow_depth_exceeded(text: str) -> int | None:
     return None
 
 
+def _has_c_parser() -> bool:
+    try:
+        import _ruamel_yaml  # noqa: F401 - ruamel.yaml.clib: libyaml's C scanner and parser
+    except ImportError:
+        return False
+    return True
+
+
+#: ``ruamel.yaml.clib`` present: documents are read with the C parser (about 5x faster, the
+#: same data on the corpus, the fidelity pairs and the examples), the pure one only to word an error.
+C_PARSER = _has_c_parser()
+
+
 def parse_documents(text: str, display: str) -> list[Any]:
     """All documents of one YAML text; ConfigError ``file:line: problem`` when malformed."""
     too_deep = _flow_depth_exceeded(text)
     if too_deep is not None:
         raise ConfigError(f"{display}:{too_deep}: YAML nested deeper than {MAX_FLOW_DEPTH} levels; not read")
+    if C_PARSER:
+        try:
+            return list(YAML(typ="safe").load_all(text))
+        except (YAMLError, RecursionError):
+            pass  # the pure parser below says where and what, in the words our errors always used
     try:
         return list(YAML(typ="safe", pure=True).load_all(text))
     except YAMLError as exc:
