@@ -17,6 +17,7 @@ from syncer.diff import FieldDiff, compare
 from syncer.errors import ClusterError, ConfigError
 from syncer.kube import ClusterUnreachable
 from syncer.manifests import GitObject, Manifests
+from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import get_path, last_applied, normalize, MISSING
@@ -46,6 +47,12 @@ def _direction(fd: FieldDiff, bases: list[dict[str, Any]], proposed: Mapping[Pat
     if fd.git is not None and any(v == fd.git and type(v) is type(fd.git) for v in proposed.get(fd.path, ())):
         return Direction.CLUSTER
     return classify.direction_from(fd.path, fd.git, fd.live, bases)
+
+
+#: Field differences and last-applied bases, remembered while the git and live objects stay the
+#: same objects (the sidecar's parse and watch caches): a pass re-compares only what changed.
+_COMPARED: IdentityMemo[list[FieldDiff]] = IdentityMemo()
+_LAST_APPLIED: IdentityMemo[dict[str, Any] | None] = IdentityMemo()
 
 
 def _secret_mask(value: Any) -> Any:
@@ -147,11 +154,16 @@ def _object_drifts(
     binding: endpoints.Binding | None,
     observed_since: datetime | None,
     proposed: Mapping[Path, Sequence[Any]] | None = None,
+    memo: bool = False,
 ) -> list[Drift]:
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
     git = normalize(obj.data)
-    diffs = compare(ref.kind, git, normalize(live), ignore)
+    if memo:  # a copy: the readiness diffs below extend it
+        diffs = list(_COMPARED.get((obj.data, live), (ref.kind, ignore),
+                                   lambda: compare(ref.kind, git, normalize(live), ignore)))
+    else:
+        diffs = compare(ref.kind, git, normalize(live), ignore)
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
@@ -210,6 +222,9 @@ def detect(
     errors: list[FileError] = list(manifests.errors)
     checked: list[ObjectRef] = []
     cache: dict[ObjectRef, Any] = {}
+    # A source whose objects are never modified (the watch cache) lets comparisons be remembered
+    # while neither side changes: git objects come from the parse cache, likewise read-only.
+    memo = bool(getattr(source, "immutable", False))
     prefetch = getattr(source, "prefetch", None)
     if prefetch is not None:  # an API source reads everything at once (lists, concurrent GETs)
         prefetch(_to_read(config, manifests))
@@ -226,7 +241,8 @@ def detect(
                 checked.append(ref)
                 continue
             # Bases: the last-applied annotation and syncer's own record of the last agreement.
-            bases = [b for b in (last_applied(live), store.base(ref) if store is not None else None) if b is not None]
+            applied = _LAST_APPLIED.get((live,), None, lambda: last_applied(live)) if memo else last_applied(live)
+            bases = [b for b in (applied, store.base(ref) if store is not None else None) if b is not None]
             if ref in family.shadowed:
                 checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
                 continue
@@ -234,7 +250,7 @@ def detect(
                 if endpoints.is_family(ref.kind) else None
             since = observed_since.get(ref) if observed_since else None
             proposed = store.proposed(ref) if store is not None else None
-            drifts.extend(_object_drifts(obj, live, config, bases, now, binding, since, proposed))
+            drifts.extend(_object_drifts(obj, live, config, bases, now, binding, since, proposed, memo))
             checked.append(ref)
         except ClusterUnreachable:
             raise  # nothing can be compared

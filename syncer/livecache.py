@@ -17,7 +17,6 @@ resourceVersion, so nothing is missed) does not count.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import threading
@@ -52,6 +51,10 @@ class LiveCache:
     #: A watch down for longer than this makes its object "unknown" rather than stale data:
     #: a minute covers a reconnect with backoff, or an API server restart.
     STALE_AFTER = 60.0
+
+    #: ``get`` returns the stored objects themselves: replaced on change, never modified (so
+    #: detection may remember comparisons by identity, syncer/memo.py).
+    immutable = True
 
     def __init__(self, host: str = "", *, clock: Callable[[], float] = time.time,
                  stale_after: float = STALE_AFTER, on_change: Callable[[], None] = lambda: None) -> None:
@@ -152,7 +155,7 @@ class LiveCache:
             if entry.down_since is not None and now - entry.down_since > self.stale_after:
                 raise ClusterError(f"{ref}: watch down for {now - entry.down_since:.0f}s; not comparing stale data",
                                    transient=True)
-            return copy.deepcopy(entry.obj)
+            return entry.obj  # replaced on change, never modified: read-only for callers
 
     def observed_since(self) -> dict[ObjectRef, datetime]:
         """When each object's compared content last changed, as seen by the watch."""

@@ -8,6 +8,8 @@ A broken file is reported and skipped; the other files keep syncing.
 from __future__ import annotations
 
 import re
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,11 +142,9 @@ def _flow_depth_exceeded(text: str) -> int | None:
 
 
 def _has_c_parser() -> bool:
-    try:
-        import _ruamel_yaml  # noqa: F401 - ruamel.yaml.clib: libyaml's C scanner and parser
-    except ImportError:
-        return False
-    return True
+    import importlib.util
+
+    return importlib.util.find_spec("_ruamel_yaml") is not None  # ruamel.yaml.clib: libyaml's scanner/parser
 
 
 #: ``ruamel.yaml.clib`` present: documents are read with the C parser (about 5x faster, the
@@ -192,41 +192,98 @@ def manifest_files(repo: Path, installation: str) -> list[Path]:
     )
 
 
+#: A file modified less than this long ago is parsed again at the next load (its timestamps
+#: could still be shared with a later write of the same size: git's "racy" case).
+RACY_NS = 1_000_000_000
+
+
+class _ParseCache:
+    """Each file's objects and errors, reused while its (size, mtime, ctime, inode) stay the same.
+
+    The sidecar loads the installation at least twice per pass and once per pass forever; a
+    file that did not change is not read or parsed again. The cached objects are shared
+    between loads: read-only, as ``GitObject.data`` always was.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[str, str], tuple[tuple[int, ...], list[GitObject | FileError]]] = {}
+        self._lock = threading.Lock()
+
+    def file(self, path: Path, display: str, repo: Path, default_namespace: str) -> list[GitObject | FileError]:
+        key = (str(path.absolute()), default_namespace)
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) if st is not None else ()
+        with self._lock:
+            hit = self._entries.get(key)
+        if hit is not None and stamp and hit[0] == stamp:
+            return hit[1]
+        entries = _file_objects(path, display, repo, default_namespace)
+        if st is not None and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+            with self._lock:
+                self._entries[key] = (stamp, entries)
+        return entries
+
+    def forget_gone(self, base: Path, present: list[Path]) -> None:
+        """Forget the files under ``base`` that are no longer there."""
+        prefix, keep = str(base.absolute()) + "/", {str(p.absolute()) for p in present}
+        with self._lock:
+            for key in [k for k in self._entries if k[0].startswith(prefix) and k[0] not in keep]:
+                del self._entries[key]
+
+
+_CACHE = _ParseCache()
+
+
+def _file_objects(path: Path, display: str, repo: Path, default_namespace: str) -> list[GitObject | FileError]:
+    """The objects one file declares and its problems, in the order they appear."""
+    out: list[GitObject | FileError] = []
+    try:
+        docs = parse_documents(_read(path, display, repo), display)
+    except (ConfigError, OSError) as exc:
+        return [FileError(display, str(exc))]
+    for i, doc in enumerate(docs):
+        if doc is None:
+            continue
+        where = f"{display} (document {i + 1})"
+        if not isinstance(doc, dict):
+            out.append(FileError(display, f"{where}: not a mapping"))
+            continue
+        entries: list[tuple[ObjPath, Any]]
+        if isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
+            entries = [(("items", j), item) for j, item in enumerate(doc["items"])]
+        else:
+            entries = [((), doc)]
+        for prefix, obj in entries:
+            here = where if not prefix else f"{where} items[{prefix[1]}]"
+            try:
+                if not isinstance(obj, dict):
+                    raise ConfigError(f"{here}: not a mapping")
+                ref = object_ref(obj, default_namespace, here)
+            except ConfigError as exc:
+                out.append(FileError(display, str(exc)))
+                continue
+            out.append(GitObject(ref, display, i, prefix, obj))
+    return out
+
+
 def load_manifests(repo: Path, installation: str, default_namespace: str) -> Manifests:
     """Index every object under ``hosts/<installation>/`` by its ObjectRef."""
     objects: dict[ObjectRef, GitObject] = {}
     errors: list[FileError] = []
-    for path in manifest_files(repo, installation):
+    files = manifest_files(repo, installation)
+    _CACHE.forget_gone(host_dir(repo, installation), files)
+    for path in files:
         display = path.relative_to(repo).as_posix()
-        try:
-            docs = parse_documents(_read(path, display, repo), display)
-        except (ConfigError, OSError) as exc:
-            errors.append(FileError(display, str(exc)))
-            continue
-        for i, doc in enumerate(docs):
-            if doc is None:
+        for obj in _CACHE.file(path, display, repo, default_namespace):
+            if isinstance(obj, FileError):
+                errors.append(obj)
                 continue
-            where = f"{display} (document {i + 1})"
-            if not isinstance(doc, dict):
-                errors.append(FileError(display, f"{where}: not a mapping"))
+            if obj.ref in objects:
+                first = objects[obj.ref].file
+                errors.append(FileError(display, f"{obj.ref} is declared twice: in {first} and in {display}"))
                 continue
-            entries: list[tuple[ObjPath, Any]]
-            if isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
-                entries = [(("items", j), item) for j, item in enumerate(doc["items"])]
-            else:
-                entries = [((), doc)]
-            for prefix, obj in entries:
-                here = where if not prefix else f"{where} items[{prefix[1]}]"
-                try:
-                    if not isinstance(obj, dict):
-                        raise ConfigError(f"{here}: not a mapping")
-                    ref = object_ref(obj, default_namespace, here)
-                except ConfigError as exc:
-                    errors.append(FileError(display, str(exc)))
-                    continue
-                if ref in objects:
-                    first = objects[ref].file
-                    errors.append(FileError(display, f"{ref} is declared twice: in {first} and in {display}"))
-                    continue
-                objects[ref] = GitObject(ref, display, i, prefix, obj)
+            objects[obj.ref] = obj
     return Manifests(objects, tuple(errors))
