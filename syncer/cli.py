@@ -257,7 +257,8 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
                         args.git_username)
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
-        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity)
+        known = installation if repo is not None else args.installation  # a new clone is sparse: only its hosts/
+        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity, installation=known)
         if repo is None:
             installation = args.installation or default_installation(ws.path)
             source = _live_source(args, _namespace(ws.path, installation, args.namespace))
@@ -347,7 +348,7 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     identity = Identity(args.author_name, args.author_email, git_token, args.git_username)
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
-        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity)
+        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity, installation=args.installation)
         installation = args.installation or default_installation(ws.path)
         logs.setup(args.log_format, installation=installation, secrets=secrets)
         notifier = Notifier(args.notify_url, httpx.Client(), secrets=secrets) if args.notify_url else None
