@@ -6,7 +6,8 @@
     python -m bench --only latency,api       # just some sections
 
 Sections (``--only`` names): latency (1), footprint (2, with start-up/import time), api (3),
-scale (4), git (5), edit (6); ``startup`` alone runs only the import/start-up part of 2.
+scale (4), git (5), edit (6), kubediff (7: ``syncer diff`` vs ``kubectl diff -f`` on the real
+kube-apiserver of tests/realapi); ``startup`` alone runs only the import/start-up part of 2.
 
 The sidecar sections need ``syncer run``; while its 10-minute idle window runs (nothing
 happens in the sidecar's world then), the offline sections run in a separate worker
@@ -34,8 +35,8 @@ from bench.common import ROOT, Row, Section, machine, rmtree
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 RUNTIME = ("latency", "footprint", "api")
-OFFLINE = ("startup", "scale", "git", "edit")
-ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit")
+OFFLINE = ("startup", "scale", "git", "edit", "kubediff")
+ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit", "kubediff")
 NAMES = set(ORDER)
 
 
@@ -86,6 +87,9 @@ def run_offline(parts: set[str], quick: bool, workdir: Path) -> list[Section]:
             elif key == "git":
                 from bench import gitcost
                 sec = gitcost.run(quick, workdir)
+            elif key == "kubediff":
+                from bench import kubediff
+                sec = kubediff.run(quick, workdir / "kubediff")
             else:
                 from bench import edit
                 sec = edit.run(quick)

@@ -168,7 +168,7 @@ def measure(cluster: RealCluster, workdir: Path, n: int, rounds: int, with_kubec
             k_times.append(took)
     res: dict[str, Any] = {"n": n, "files": files, "configmaps": cms, "endpoints": eps, "apply": t_apply,
                            "syncer": s_times, "kubectl": k_times, "drifts": drifts,
-                           "kubectl_changed": k_out.count("\n+  LOG_LEVEL: debug") if k_out else None}
+                           "kubectl_changed": k_out.count("\n-  LOG_LEVEL: debug") if k_out else None}
     if get_only:
         token = _get_only_token(cluster, ns)
         limited = cluster.kubeconfig(workdir / f"kubeconfig-{n}-get", namespace=ns, token=token)

@@ -130,7 +130,10 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
     """Parse the text of a syncer.conf; ``source`` names it in errors. ``namespace_override`` (``-n``)
     replaces the file's default namespace, as kubectl's ``-n`` does for manifests without one."""
     try:
-        raw = YAML(typ="safe").load(text)
+        try:
+            raw = YAML(typ="safe").load(text)  # the C parser when ruamel.yaml.clib is there
+        except YAMLError:
+            raw = YAML(typ="safe", pure=True).load(text)  # its wording and position for the error
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f":{mark.line + 1}" if mark is not None else ""
@@ -231,4 +234,10 @@ def load_config(host_dir: Path, installation: str, display: str | None = None, *
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{display}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    return _parsed(text, display, installation, namespace)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(text: str, display: str, installation: str, namespace: str | None) -> Config:
+    """The sidecar reads the config twice per pass: the same text gives the same (frozen) Config."""
     return parse_config(text, display, installation, namespace)

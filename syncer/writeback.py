@@ -8,14 +8,16 @@ is ever touched.
 from __future__ import annotations
 
 import difflib
-from collections import defaultdict
+import hashlib
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from syncer.errors import ConfigError
 from syncer.manifests import GitObject
-from syncer.model import Drift, ObjectRef
+from syncer.model import Drift, Edit, ObjectRef
 from syncer.yamledit import YamlEditError, YamlFile
 
 
@@ -37,6 +39,40 @@ class FileChange:
         return out.replace("\r\n", "\n")
 
 
+#: New texts already planned, by (file, hash of its text, the edits): the sidecar plans the same
+#: held drifts pass after pass, and parsing a file with the position-keeping editor is the
+#: slow part (pure-Python parser). The result is a pure function of the key.
+Planned = tuple[str, tuple[tuple[ObjectRef, str, str], ...]]  # new text, kept trailing comments
+_PLANNED: OrderedDict[tuple[str, str, str], Planned] = OrderedDict()
+_PLANNED_MAX = 512
+_PLANNED_LOCK = threading.Lock()
+
+
+def _remember(key: tuple[str, str, str], new: Planned) -> None:
+    with _PLANNED_LOCK:
+        _PLANNED[key] = new
+        while len(_PLANNED) > _PLANNED_MAX:
+            _PLANNED.popitem(last=False)
+
+
+def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
+    doc = YamlFile.parse(old, file)
+    comments: list[tuple[ObjectRef, str, str]] = []
+    for drift, obj, edit in steps:
+        full = obj.prefix + edit.path
+        try:
+            if edit.add:
+                doc.add_key(obj.doc, full[:-1], str(full[-1]), edit.value)
+            else:
+                comment = doc.trailing_comment(obj.doc, full)
+                doc.set_value(obj.doc, full, edit.value)
+                if comment:
+                    comments.append((drift.ref, drift.path_text, comment))
+        except YamlEditError as exc:
+            raise ConfigError(f"{file}: cannot write {drift.ref} {drift.path_text}: {exc}") from exc
+    return doc.render(), tuple(comments)
+
+
 def plan_changes(
     repo: Path, installation: str, drifts: Iterable[Drift], objects: dict[ObjectRef, GitObject]
 ) -> list[FileChange]:
@@ -54,25 +90,16 @@ def plan_changes(
         if path.is_symlink():
             raise ConfigError(f"{file}: is a symlink; refusing to write through it")
         old = path.read_bytes().decode("utf-8")
-        doc = YamlFile.parse(old, file)
-        comments: list[tuple[ObjectRef, str, str]] = []
-        for drift in file_drifts:
-            obj = objects[drift.ref]
-            for edit in drift.edits:
-                full = obj.prefix + edit.path
-                try:
-                    if edit.add:
-                        doc.add_key(obj.doc, full[:-1], str(full[-1]), edit.value)
-                    else:
-                        comment = doc.trailing_comment(obj.doc, full)
-                        doc.set_value(obj.doc, full, edit.value)
-                        if comment:
-                            comments.append((drift.ref, drift.path_text, comment))
-                except YamlEditError as exc:
-                    raise ConfigError(f"{file}: cannot write {drift.ref} {drift.path_text}: {exc}") from exc
-        new = doc.render()
+        steps = [(drift, objects[drift.ref], edit) for drift in file_drifts for edit in drift.edits]
+        key = (file, hashlib.sha256(old.encode()).hexdigest(),
+               repr([(o.doc, o.prefix + e.path, e.add, e.value) for _, o, e in steps]))
+        planned = _PLANNED.get(key)
+        if planned is None:
+            planned = _edit(file, old, steps)
+            _remember(key, planned)
+        new, comments = planned
         if new != old:
-            changes.append(FileChange(file, old, new, tuple(comments)))
+            changes.append(FileChange(file, old, new, comments))
     return changes
 
 

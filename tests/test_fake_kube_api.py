@@ -601,3 +601,28 @@ def test_endpointslices_v1_through_the_typed_client(fake_kube: FakeKubeAPI, api:
         "field is immutable")
     discovery = json.loads(raw_get(api, "/apis/discovery.k8s.io/v1", {}).read())
     assert {r["name"]: r["kind"] for r in discovery["resources"]} == {"endpointslices": "EndpointSlice"}
+
+
+def test_bookmarks_as_kube_apiserver_1_20_sends_them(fake_kube: FakeKubeAPI, api: client.ApiClient) -> None:
+    """Like tests/realapi's test_watch_by_name_gets_added_modified_and_bookmark: no bookmark on
+    an idle watch until 2 s before its timeoutSeconds, and then only when the resource's
+    newest resourceVersion moved past what the watch delivered."""
+    fake_kube.put(configmap("watched", {"a": "1"}))
+    fake_kube.put(configmap("unrelated", {"a": "1"}))
+    v1 = client.CoreV1Api(api)
+
+    def run(timeout: int, move: bool) -> list[tuple[str, float, str]]:
+        rv = v1.list_namespaced_config_map(NS, field_selector="metadata.name=watched").metadata.resource_version
+        if move:
+            threading.Timer(0.3, fake_kube.patch, args=("v1", "ConfigMap", NS, "unrelated", {"data": {"a": "2"}},
+                                                        "kubectl-edit")).start()
+        t0 = time.monotonic()
+        events = [(e["type"], round(time.monotonic() - t0, 1), e["raw_object"]["metadata"]["resourceVersion"])
+                  for e in watch.Watch().stream(v1.list_namespaced_config_map, namespace=NS,
+                                                field_selector="metadata.name=watched", resource_version=rv,
+                                                allow_watch_bookmarks=True, timeout_seconds=timeout)]
+        return events
+
+    assert run(3, move=False) == []  # idle, nothing moved: silence for the whole watch
+    [(kind, at, rv)] = run(4, move=True)
+    assert kind == "BOOKMARK" and 1.8 <= at <= 3.2 and rv == fake_kube.resource_version

@@ -232,3 +232,24 @@ def test_diff_through_the_list_path_equals_the_get_path(fake_kube: FakeKubeAPI, 
             "GET", "/namespaces/ai/configmaps/", watch=False)
         assert (listed > 0) == (list_from == 1)
     assert outputs[0] == outputs[1] and outputs[0][0] == 1
+
+
+def test_an_idle_watch_stays_open_with_tcp_keepalive_instead_of_a_read_timeout(fake_kube: FakeKubeAPI,
+                                                                               tmp_path: Path) -> None:
+    from syncer.kube import KEEPALIVE_IDLE
+    from syncer.watch import WatchSettings
+
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None)
+    settings = WatchSettings()
+    assert settings.read_timeout > settings.watch_seconds  # silence until the server ends the watch is normal
+    stream = client.open_watch("/api/v1/namespaces/ai/configmaps", [("watch", "1"), ("timeoutSeconds", "30")],
+                               what="watch", budget=settings.watch_seconds + settings.grace)
+    try:
+        sock = stream._resp.connection.sock
+        assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE) == KEEPALIVE_IDLE
+        assert fake_kube.requests[-1].headers.get("User-Agent") == USER_AGENT
+    finally:
+        stream.close()
+        for _ in stream.chunks():
+            pass

@@ -51,6 +51,7 @@ __all__ = ["FakeKubeAPI", "RequestRecord", "Resource", "DEFAULT_RESOURCES", "LAS
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 DEFAULT_USER = "system:serviceaccount:ai:syncer"
+_NEVER = float("inf")  # a bookmark time that never comes
 
 # --------------------------------------------------------------------------
 # resource registry
@@ -899,7 +900,8 @@ class FakeKubeAPI:
     :meth:`wait_for_watches`, :attr:`errors`.
 
     Extra keyword-only knobs: ``user`` (name in 403 messages),
-    ``bookmark_interval`` (seconds between watch BOOKMARKs),
+    ``bookmark_interval`` (seconds between periodic watch BOOKMARKs; default None: as
+    kube-apiserver v1.20, one BOOKMARK 2 s before a watch's timeoutSeconds, none before),
     ``resources`` (registry; defaults to :data:`DEFAULT_RESOURCES`),
     ``git_version`` (reported by ``/version``).
     """
@@ -907,7 +909,7 @@ class FakeKubeAPI:
     too_large_rv_wait = 3.0  # seconds a watch waits for a future resourceVersion
 
     def __init__(self, token: str = "test-token", *, user: str = DEFAULT_USER,
-                 bookmark_interval: float = 1.0, resources: tuple[Resource, ...] = DEFAULT_RESOURCES,
+                 bookmark_interval: float | None = None, resources: tuple[Resource, ...] = DEFAULT_RESOURCES,
                  git_version: str = "v1.31.0") -> None:
         self.token = token
         self.user = user
@@ -1822,7 +1824,14 @@ class FakeKubeAPI:
             bookmark(last_rv, initial_end=True)
         started = _time.monotonic()
         deadline = started + timeout if timeout else None
-        next_bookmark = started + self.bookmark_interval
+        # kube-apiserver v1.20 (the tests/realapi tier): an idle watch gets no BOOKMARK until
+        # 2 s before its timeoutSeconds, and only when the resource's newest resourceVersion
+        # has moved past what the watch delivered. ``bookmark_interval`` (a test knob) adds
+        # periodic bookmarks, as newer servers send about once a minute.
+        interval = self.bookmark_interval
+        sent_rv = last_rv  # the newest resourceVersion this watch has delivered
+        next_bookmark = min(x for x in (started + interval if interval else None,
+                                        deadline - 2.0 if deadline is not None else None, _NEVER) if x is not None)
         while True:
             with self._cond:
                 while True:
@@ -1852,6 +1861,7 @@ class FakeKubeAPI:
                 out = self._convert(ev, watcher, matches)
                 if out is not None:
                     emit(*out)
+                    sent_rv = ev.rv
                 last_rv = ev.rv
             if expired:
                 emit("ERROR", status_body(410, "Expired",
@@ -1863,8 +1873,13 @@ class FakeKubeAPI:
                 finish()
                 return
             if bookmarks and now >= next_bookmark:
-                bookmark(current_rv)
-                next_bookmark = now + self.bookmark_interval
+                near_end = deadline is not None and now >= deadline - 2.0
+                if not near_end or current_rv > sent_rv:
+                    bookmark(current_rv)
+                    sent_rv = current_rv
+                periodic = now + interval if interval else _NEVER
+                next_bookmark = min(periodic, deadline if near_end or deadline is None else deadline - 2.0) \
+                    if deadline is not None else periodic
 
     @staticmethod
     def _convert(ev: _Event, watcher: _Watcher,

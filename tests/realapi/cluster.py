@@ -94,6 +94,7 @@ class RealCluster:
         workdir: str | os.PathLike[str] | None = None,
         extra_apiserver_args: list[str] | None = None,
         keep_workdir: bool = False,
+        audit: bool = False,
     ) -> None:
         self.kube_apiserver = str(kube_apiserver)
         self.etcd = str(etcd)
@@ -101,6 +102,16 @@ class RealCluster:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="syncer-realapi-"))
         self.keep_workdir = keep_workdir
         self.extra_apiserver_args = list(extra_apiserver_args or [])
+        #: With ``audit``: every request, one JSON line per stage (level Metadata: verb,
+        #: resource, userAgent, timestamps), written before the answer (blocking mode).
+        self.audit_log: Path | None = None
+        if audit:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            policy = self.workdir / "audit-policy.yaml"
+            policy.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n")
+            self.audit_log = self.workdir / "audit.log"
+            self.extra_apiserver_args += [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}",
+                                          "--audit-log-format=json", "--audit-log-mode=blocking"]
         self.admin_token = secrets.token_hex(24)
         self.etcd_proc: subprocess.Popen[bytes] | None = None
         self.apiserver_proc: subprocess.Popen[bytes] | None = None
@@ -302,6 +313,27 @@ class RealCluster:
             for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     out[name] = int(line.split()[1]) / 1024
+        return out
+
+    def audit_events(self, user_agent_prefix: str = "", since: float = 0.0) -> list[dict[str, Any]]:
+        """Requests the audit log saw (stage RequestReceived: one per request, a watch too),
+        whose userAgent starts with ``user_agent_prefix``, received at or after ``since``
+        (epoch seconds)."""
+        from datetime import datetime
+
+        if self.audit_log is None or not self.audit_log.exists():
+            return []
+        out = []
+        for line in self.audit_log.read_text(errors="replace").splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("stage") != "RequestReceived" or not str(ev.get("userAgent", "")).startswith(user_agent_prefix):
+                continue
+            at = datetime.fromisoformat(str(ev["requestReceivedTimestamp"]).replace("Z", "+00:00")).timestamp()
+            if at >= since:
+                out.append(ev)
         return out
 
     # ------------------------------------------------------------ admin API
