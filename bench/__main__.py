@@ -7,7 +7,8 @@
 
 Sections (``--only`` names): latency (1), footprint (2, with start-up/import time), api (3),
 scale (4), git (5), edit (6), kubediff (7: ``syncer diff`` vs ``kubectl diff -f`` on the real
-kube-apiserver of tests/realapi); ``startup`` alone runs only the import/start-up part of 2.
+kube-apiserver of tests/realapi), sidecarpass (8: one Loop pass at 5,000 tracked objects);
+``startup`` alone runs only the import/start-up part of 2.
 
 The sidecar sections need ``syncer run``; while its 10-minute idle window runs (nothing
 happens in the sidecar's world then), the offline sections run in a separate worker
@@ -35,8 +36,8 @@ from bench.common import ROOT, Row, Section, machine, rmtree
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 RUNTIME = ("latency", "footprint", "api")
-OFFLINE = ("startup", "scale", "git", "edit", "kubediff")
-ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit", "kubediff")
+OFFLINE = ("startup", "scale", "git", "edit", "kubediff", "sidecarpass")
+ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit", "kubediff", "sidecarpass")
 NAMES = set(ORDER)
 
 
@@ -90,6 +91,9 @@ def run_offline(parts: set[str], quick: bool, workdir: Path) -> list[Section]:
             elif key == "kubediff":
                 from bench import kubediff
                 sec = kubediff.run(quick, workdir / "kubediff")
+            elif key == "sidecarpass":
+                from bench import sidecarpass
+                sec = sidecarpass.run(quick, workdir / "sidecarpass")
             else:
                 from bench import edit
                 sec = edit.run(quick)
