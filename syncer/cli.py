@@ -457,7 +457,10 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
     live: dict[ObjectRef, dict[str, Any]] = {}
     if not args.git_only:
-        source = _live_source(args, namespace)
+        try:
+            source = _live_source(args, namespace)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.message} (no cluster at hand? --live-file FILE or --git-only)") from exc
         for ref in git:
             obj = source.get(ref)
             if obj is not None:

@@ -8,6 +8,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import EXAMPLE_LIVE, NOW, ROOT, git
 
 from syncer.cli import main
@@ -128,3 +129,12 @@ def test_init_refuses_unknown_installation(tmp_path: Path) -> None:
     repo = bare_repo(tmp_path)
     code, out, err = run("init", "midgard", "--repo", str(repo), "--git-only")
     assert code == 2 and err.startswith("syncer: error: unknown installation 'midgard'") and err.count("\n") == 1
+
+
+def test_no_cluster_says_how_to_do_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = bare_repo(tmp_path)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing.kubeconfig"))
+    code, out, err = run("init", "asgard", "--repo", str(repo))
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.endswith("(no cluster at hand? --live-file FILE or --git-only)\n")
+    assert not (repo / CONF).exists()
