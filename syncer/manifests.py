@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.resolver import VersionedResolver
 
@@ -45,6 +46,16 @@ class GitObject:
     doc: int  # index of the YAML document in the file
     prefix: ObjPath  # () for a plain document, ("items", i) inside a List
     data: dict[str, Any]
+    templated: bool = False  # the file holds template expressions: never edited
+
+
+def templated(text: str) -> bool:
+    """Does a manifest hold template expressions (``{{ ... }}`` Helm/Go, ``${VAR}`` envsubst)?
+    Such a file is an input to a tool, not what the cluster got: it is never edited."""
+    return ("{{" in text or "${" in text) and bool(_TEMPLATE.search(text))
+
+
+_TEMPLATE = re.compile(r"\{\{.*?\}\}|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:?=+-][^}\n]*)?\}", re.S)
 
 
 @dataclass(frozen=True)
@@ -166,20 +177,53 @@ class _Resolver(VersionedResolver):
         return table
 
 
+class _GoYamlConstructor(SafeConstructor):
+    """YAML 1.1 as Go's decoder (kubectl, helm, Argo CD) reads it: ``0755`` is 493 and
+    ``yes``/``no``/``on``/``off``/``y``/``n`` are booleans -- but ``12:30`` stays a string (Go
+    has no base-60 numbers) and a timestamp stays its text."""
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        if ":" in str(node.value):
+            return self.construct_scalar(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node: Any) -> Any:
+        if ":" in str(node.value):
+            return self.construct_scalar(node)
+        return super().construct_yaml_float(node)
+
+    def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
+        return self.construct_scalar(node)
+
+
+_GoYamlConstructor.add_constructor("tag:yaml.org,2002:timestamp", _GoYamlConstructor.construct_yaml_timestamp)
+_GoYamlConstructor.add_constructor("tag:yaml.org,2002:int", _GoYamlConstructor.construct_yaml_int)
+_GoYamlConstructor.add_constructor("tag:yaml.org,2002:float", _GoYamlConstructor.construct_yaml_float)
+
+
+def _loader(pure: bool) -> YAML:
+    """A safe loader reading YAML as the forward tools do (see ``_GoYamlConstructor``)."""
+    yaml = YAML(typ="safe", pure=pure)
+    if not pure:
+        yaml.Resolver = _Resolver
+    yaml.version = (1, 1)
+    yaml.Constructor = _GoYamlConstructor
+    return yaml
+
+
 def parse_documents(text: str, display: str) -> list[Any]:
-    """All documents of one YAML text; ConfigError ``file:line: problem`` when malformed."""
+    """All documents of one YAML text, read as kubectl reads them (YAML 1.1: ``0755`` is 493,
+    ``yes`` is true); ConfigError ``file:line: problem`` when malformed."""
     too_deep = _flow_depth_exceeded(text)
     if too_deep is not None:
         raise ConfigError(f"{display}:{too_deep}: YAML nested deeper than {MAX_FLOW_DEPTH} levels; not read")
     if C_PARSER:
         try:
-            fast = YAML(typ="safe")
-            fast.Resolver = _Resolver
-            return list(fast.load_all(text))
+            return list(_loader(pure=False).load_all(text))
         except (YAMLError, RecursionError):
             pass  # the pure parser below says where and what, in the words our errors always used
     try:
-        return list(YAML(typ="safe", pure=True).load_all(text))
+        return list(_loader(pure=True).load_all(text))
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
@@ -257,9 +301,11 @@ def _file_objects(path: Path, display: str, repo: Path, default_namespace: str) 
     """The objects one file declares and its problems, in the order they appear."""
     out: list[GitObject | FileError] = []
     try:
-        docs = parse_documents(_read(path, display, repo), display)
+        text = _read(path, display, repo)
+        docs = parse_documents(text, display)
     except (ConfigError, OSError) as exc:
         return [FileError(display, str(exc))]
+    marked = templated(text)
     for i, doc in enumerate(docs):
         if doc is None:
             continue
@@ -281,7 +327,7 @@ def _file_objects(path: Path, display: str, repo: Path, default_namespace: str) 
             except ConfigError as exc:
                 out.append(FileError(display, str(exc)))
                 continue
-            out.append(GitObject(ref, display, i, prefix, obj))
+            out.append(GitObject(ref, display, i, prefix, obj, marked))
     return out
 
 
