@@ -28,6 +28,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from syncer.errors import ConfigError
+from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
 
 #: The config's name inside ``hosts/<installation>/``: an extension no applier reads.
@@ -39,8 +40,6 @@ _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys"}
 _CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
 _IGNORE_KEYS = {"kind", "name", "namespace", "pointers"}
-#: Kinds never written back, whatever the config says.
-NEVER_WRITTEN = frozenset({"Secret"})
 
 
 def parse_duration(text: str, where: str) -> float:

@@ -1,64 +1,119 @@
-"""Compare one object as declared in git with the same object live. Pure.
+"""Compare one object as declared in git with the same object live, as the API server would. Pure.
 
 Comparison is driven by git: every field git declares is compared; a field that exists only
 live is a server default and does not count -- except inside the maps that hold data
-(ConfigMap ``data``/``binaryData``, Secret ``data``/``stringData``, Endpoints ``subsets``),
-where a key added live is exactly the drift we must not miss.
+(``kinds.DATA_MAPS``: ConfigMap ``data``, Secret ``data``, Endpoints ``subsets``), where a key
+added live is exactly the drift we must not miss, and except for whole items of keyed lists
+(an env var, a container, a volume added live), which are reported as ``added``.
+
+Values compare by meaning, not spelling: quantities (``1000m`` == ``"1"``), IntOrString
+(``80`` == ``"80"``), zero values the server drops (``readOnly: false``, ``value: ""``,
+``[]``, ``{}``, null) equal absence.  Lists compare by their API semantics
+(``kinds.list_rule``): keyed lists item by item by merge key, never by position; sets in any
+order; every other list whole.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from syncer import kinds
 from syncer.errors import ConfigError
 from syncer.model import DriftClass, Path
 from syncer.normalize import MISSING, is_ignored
 
-#: (kind, path of a mapping) whose live-only keys count as drift.
-_DATA_MAPS: dict[str, tuple[Path, ...]] = {
-    "ConfigMap": ((), ("data",), ("binaryData",)),
-    "Secret": ((), ("data",), ("stringData",)),
-    "Endpoints": ((),),
-}
-_DATA_KEYS: dict[str, frozenset[str]] = {
-    "ConfigMap": frozenset({"data", "binaryData"}),
-    "Secret": frozenset({"data", "stringData"}),
-    "Endpoints": frozenset({"subsets"}),
-}
 #: Upper bound on nodes visited in one object: stops alias bombs from eating CPU.
 MAX_NODES = 200_000
 
 
 @dataclass(frozen=True)
 class FieldDiff:
+    """One difference. ``path`` is where it is in git's object (list indexes count git's items;
+    an item only live sits after git's items, in live order); ``live_path`` is where the value
+    is in the live object (for managedFields), None when the value is not there."""
+
     path: Path
     git: Any  # None when absent in git
     live: Any  # None when absent live
     cls: DriftClass
+    live_path: Path | None = None
+
+    @property
+    def where_live(self) -> Path:
+        return self.path if self.live_path is None else self.live_path
+
+    @property
+    def is_item(self) -> bool:
+        """A whole list item (added or removed), not a field."""
+        return bool(self.path) and isinstance(self.path[-1], int) and self.cls is not DriftClass.VALUE
+
+    @property
+    def needs_person(self) -> bool:
+        """Something only live outside the data maps (a list item, a label): written only when
+        a person added it -- admission, controllers and the server add such things too."""
+        return self.cls is DriftClass.ADDED and (self.is_item or self.path[:2] in kinds.METADATA_MAPS)
 
 
 def _empty(value: Any) -> bool:
     return value is None or value == {} or value == [] or value is MISSING
 
 
-def _restrict(live: Any, git: Any) -> Any:
-    """``live`` reduced to the shape git declares (drops server-defaulted keys)."""
-    if isinstance(live, dict) and isinstance(git, dict):
-        return {k: _restrict(v, git[k]) for k, v in live.items() if k in git}
-    if isinstance(live, list) and isinstance(git, list):
-        return [_restrict(v, git[i]) if i < len(git) else v for i, v in enumerate(live)]
-    return live
+def _zero(value: Any) -> bool:
+    """A value the API server drops when serializing (``omitempty``): equal to absence."""
+    return _empty(value) or value is False or value == "" or (type(value) in (int, float) and value == 0)
 
 
-def _scalar_equal(a: Any, b: Any) -> bool:
+_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+_SUFFIX = {
+    "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30, "Ti": Decimal(2) ** 40,
+    "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60, "n": Decimal("1e-9"), "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"), "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"),
+    "T": Decimal("1e12"), "P": Decimal("1e15"), "E": Decimal("1e18"), "": Decimal(1),
+}
+
+
+def quantity(value: Any) -> Decimal | None:
+    """The amount a ``resource.Quantity`` spells (``"1Gi"``, ``"500m"``, ``1``, ``0.5``), or None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    m = _QUANTITY.match(str(value).strip())
+    if not m:
+        return None
+    try:
+        number, suffix = Decimal(m.group(1)), m.group(2) or ""
+        if suffix[:1] in ("e", "E"):
+            return number * Decimal(10) ** int(suffix[1:])
+        return number * _SUFFIX[suffix]
+    except (InvalidOperation, ValueError, OverflowError):
+        return None
+
+
+def scalar_equal(a: Any, b: Any, path: Path = ()) -> bool:
+    """``a`` (git) and ``b`` (live) mean the same value at ``path``."""
     if a == b and type(a) is type(b):
         return True
     if isinstance(a, bool) or isinstance(b, bool):
         return False
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
+    if kinds.is_quantity(path):
+        qa, qb = quantity(a), quantity(b)
+        if qa is not None and qa == qb:
+            return True
+    if kinds.is_int_or_string(path) and isinstance(a, (int, str)) and isinstance(b, (int, str)):
+        return str(a) == str(b)
     return False
+
+
+def _matchable(rule: kinds.ListRule, items: list[Any]) -> list[tuple[Any, ...]] | None:
+    """The key of every item, or None when an item has none or two share one (then: atomic)."""
+    keys = [rule.key_of(item) for item in items]
+    if any(k is None for k in keys) or len(set(keys)) != len(keys):
+        return None
+    return keys  # type: ignore[return-value]
 
 
 class _Walker:
@@ -68,43 +123,102 @@ class _Walker:
         self.out: list[FieldDiff] = []
         self.nodes = 0
 
-    def walk(self, git: Any, live: Any, path: Path) -> None:
+    def equal(self, git: Any, live: Any, path: Path) -> bool:
+        """Does ``live`` hold everything ``git`` declares at ``path``?"""
+        before = len(self.out)
+        self.walk(git, live, path, path)
+        found = len(self.out) > before
+        del self.out[before:]
+        return not found
+
+    def walk(self, git: Any, live: Any, path: Path, lpath: Path | None) -> None:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise ConfigError(f"{self.kind}: more than {MAX_NODES} nodes to compare (alias bomb?)")
         if self.ignore and is_ignored(path, self.ignore):
             return
-        if live is MISSING:
-            if not _empty(git):
-                self.out.append(FieldDiff(path, git, None, DriftClass.REMOVED))
+        if live is MISSING or live is None:
+            # A zero value the server drops equals absence -- but a data key must exist.
+            data = len(path) == 2 and path[0] in kinds.DATA_MAPS.get(self.kind, ())
+            if not (_empty(git) if data and live is MISSING else _zero(git)):
+                self.out.append(FieldDiff(path, git, None, DriftClass.REMOVED, lpath))
             return
         if isinstance(git, dict):
             if not isinstance(live, dict):
-                self.out.append(FieldDiff(path, git, live, DriftClass.VALUE))
+                self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
                 return
             for key, value in git.items():
-                self.walk(value, live.get(key, MISSING), path + (key,))
-            if path in _DATA_MAPS.get(self.kind, ()):
-                allowed = _DATA_KEYS[self.kind] if path == () else None
+                self.walk(value, live.get(key, MISSING), path + (key,), None if lpath is None else lpath + (key,))
+            data = len(path) == 1 and path[0] in kinds.DATA_MAPS.get(self.kind, ()) and self.kind != "Endpoints"
+            if data or path in kinds.METADATA_MAPS:
                 for key, value in live.items():
-                    if key in git or (allowed is not None and key not in allowed):
+                    if key in git:
                         continue
                     if self.ignore and is_ignored(path + (key,), self.ignore):
                         continue
                     if not _empty(value):
-                        self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED))
+                        self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED,
+                                                  None if lpath is None else lpath + (key,)))
         elif isinstance(git, list):
             if not isinstance(live, list):
-                self.out.append(FieldDiff(path, git, live, DriftClass.VALUE))
-            elif len(git) != len(live):
-                self.out.append(FieldDiff(path, git, _restrict(live, git), DriftClass.VALUE))
+                self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
             else:
-                for i, (g, l) in enumerate(zip(git, live)):
-                    self.walk(g, l, path + (i,))
+                self.walk_list(git, live, path, lpath)
         elif git is None:
             return  # `key:` with no value declares nothing
-        elif not _scalar_equal(git, live):
-            self.out.append(FieldDiff(path, git, live, DriftClass.VALUE))
+        elif not scalar_equal(git, live, path):
+            self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
+
+    def walk_list(self, git: list[Any], live: list[Any], path: Path, lpath: Path | None) -> None:
+        rule = kinds.list_rule(self.kind, path)
+        if rule is not None and rule.keys:
+            git_keys, live_keys = _matchable(rule, git), _matchable(rule, live)
+            if git_keys is not None and live_keys is not None:
+                self.walk_keyed(git, live, git_keys, live_keys, path, lpath)
+                return
+        if rule is not None and self._same_set(git, live, path):
+            return
+        if len(git) == len(live):
+            for i, (g, l) in enumerate(zip(git, live)):
+                self.walk(g, l, path + (i,), None if lpath is None else lpath + (i,))
+        else:
+            # An atomic list changed length: it is replaced whole, as the API would.
+            self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
+
+    def _same_set(self, git: list[Any], live: list[Any], path: Path) -> bool:
+        """Every git item equals a distinct live item and no live item is left over."""
+        if len(git) != len(live):
+            return False
+        left = list(range(len(live)))
+        for g in git:
+            hit = next((j for j in left if self.equal(g, live[j], path + (0,))), None)
+            if hit is None:
+                return False
+            left.remove(hit)
+        return True
+
+    def walk_keyed(self, git: list[Any], live: list[Any], git_keys: list[Any], live_keys: list[Any],
+                   path: Path, lpath: Path | None) -> None:
+        where = {k: j for j, k in enumerate(live_keys)}
+        for i, (g, k) in enumerate(zip(git, git_keys)):
+            j = where.get(k)
+            if j is None:
+                self.out.append(FieldDiff(path + (i,), g, None, DriftClass.REMOVED, None))
+            else:
+                self.walk(g, live[j], path + (i,), None if lpath is None else lpath + (j,))
+        known = set(git_keys)
+        extra = [j for j, k in enumerate(live_keys) if k not in known]
+        for n, j in enumerate(extra):
+            item_path = path + (len(git) + n,)
+            if self.ignore and is_ignored(item_path, self.ignore):
+                continue
+            self.out.append(FieldDiff(item_path, None, live[j], DriftClass.ADDED,
+                                      None if lpath is None else lpath + (j,)))
+
+
+def _cluster_scoped(kind: str, live: dict[str, Any]) -> bool:
+    meta = live.get("metadata")
+    return kind in kinds.CLUSTER_SCOPED or (isinstance(meta, dict) and not meta.get("namespace"))
 
 
 def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[FieldDiff]:
@@ -113,9 +227,37 @@ def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[
     for key, value in git.items():
         if key in ("apiVersion", "kind", "status"):
             continue
-        walker.walk(value, live.get(key, MISSING), (key,))
-    if kind in _DATA_KEYS:
-        for key in _DATA_KEYS[kind]:
-            if key not in git and not _empty(live.get(key, MISSING)) and not is_ignored((key,), ignore):
-                walker.out.append(FieldDiff((key,), None, live[key], DriftClass.ADDED))
+        if key == "metadata" and isinstance(value, dict) and "namespace" in value and _cluster_scoped(kind, live):
+            value = {k: v for k, v in value.items() if k != "namespace"}  # means nothing here
+        walker.walk(value, live.get(key, MISSING), (key,), (key,))
+    for key in sorted(kinds.DATA_MAPS.get(kind, ())):
+        if key not in git and not _empty(live.get(key, MISSING)) and not is_ignored((key,), ignore):
+            walker.out.append(FieldDiff((key,), None, live[key], DriftClass.ADDED))
     return walker.out
+
+
+def align(kind: str, base: Any, git: Any, live: Any, path: Path = ()) -> Any:
+    """``base`` (an older state of the object) laid out in git's coordinates.
+
+    Items of keyed lists move to the index their git item has (items only live follow git's,
+    in live order; a missing one reads as MISSING), so that a ``FieldDiff.path`` finds the
+    same item in the base as in git.
+    """
+    if isinstance(base, dict):
+        g = git if isinstance(git, dict) else {}
+        l = live if isinstance(live, dict) else {}
+        return {k: align(kind, v, g.get(k, MISSING), l.get(k, MISSING), path + (k,)) for k, v in base.items()}
+    if not isinstance(base, list) or not isinstance(git, list):
+        return base
+    rule = kinds.list_rule(kind, path)
+    live_l = live if isinstance(live, list) else []
+    keys = (_matchable(rule, git), _matchable(rule, live_l), _matchable(rule, base)) if rule and rule.keys else None
+    if keys is None or None in keys:
+        return [align(kind, b, git[i] if i < len(git) else MISSING, MISSING, path + (i,)) for i, b in enumerate(base)]
+    git_keys, live_keys, base_keys = keys
+    assert git_keys is not None and live_keys is not None and base_keys is not None
+    by_key = dict(zip(base_keys, base))
+    order = list(git_keys) + [k for k in live_keys if k not in set(git_keys)]
+    out = [align(kind, by_key[k], git[i] if i < len(git) else MISSING, MISSING, path + (i,)) if k in by_key else MISSING
+           for i, k in enumerate(order)]
+    return out + [b for k, b in zip(base_keys, base) if k not in set(order)]

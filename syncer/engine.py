@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from syncer import classify, endpoints
 from syncer.config import Config
-from syncer.diff import FieldDiff, compare
+from syncer.diff import FieldDiff, align, compare
 from syncer.errors import ClusterError, ConfigError
 from syncer.kube import ClusterUnreachable
 from syncer.manifests import GitObject, Manifests
@@ -55,6 +55,13 @@ _COMPARED: IdentityMemo[list[FieldDiff]] = IdentityMemo()
 _LAST_APPLIED: IdentityMemo[dict[str, Any] | None] = IdentityMemo()
 
 
+def _other_versions(source: LiveSource, ref: ObjectRef) -> list[str]:
+    """Other apiVersions of the same group/kind the source holds the object in (snapshots only:
+    the API server converts between the versions it serves)."""
+    lookup = getattr(source, "other_versions", None)
+    return list(lookup(ref)) if callable(lookup) else []
+
+
 def _secret_mask(value: Any) -> Any:
     if value is None:
         return None
@@ -62,9 +69,18 @@ def _secret_mask(value: Any) -> Any:
     return f"‹secret sha256:{digest}›"
 
 
+#: managedFields managers that are people at a terminal (an item they added live may be written).
+_PERSON_MANAGERS = ("k9s", "Mozilla", "lens")
+
+
+def _added_by_person(manager: str | None) -> bool:
+    """Was a live-only list item added by a person (not by admission, a controller or the server)?"""
+    return manager is not None and (manager.startswith("kubectl") or manager.startswith(_PERSON_MANAGERS))
+
+
 def _edit_for(fd: FieldDiff) -> Edit | None:
     if fd.cls is DriftClass.ADDED:
-        return Edit(fd.path, fd.live, add=True)
+        return Edit(fd.path, fd.live, add=True)  # an int last part: append the whole item
     if fd.cls is DriftClass.VALUE:
         return Edit(fd.path, fd.live)
     return None
@@ -168,6 +184,8 @@ def _object_drifts(
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
         return []
+    live_n = normalize(live)
+    bases = [align(ref.kind, b, git, live_n) for b in bases]  # in git's list layout, as the diffs' paths
     track = config.track_for(ref.kind)
     secret = ref.kind == "Secret"
     proposed = proposed or {}
@@ -180,11 +198,19 @@ def _object_drifts(
             dirn = classify.combine([_direction(fd, bases, proposed) for fd in moved])
             out.append(endpoints.address_drift(ref, obj.file, obj.data, live, moved, binding, dirn, track, now,
                                                config.stable_for, observed_since))
+            if obj.templated and out[-1].action is not Action.REPORT:
+                out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
     for fd in diffs:
         dirn = _direction(fd, bases, proposed)
-        manager, when = classify.provenance(live, fd.path)
+        manager, when = classify.provenance(live, fd.where_live)
         changed = classify.parse_time(when) or observed_since
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
+        if obj.templated and action is not Action.REPORT:
+            action, reason = Action.REPORT, "templated: not written"
+        elif fd.needs_person and action is not Action.REPORT and not _added_by_person(manager):
+            what = "list item" if fd.is_item else "key"
+            who = f"by {manager}" if manager else "by an unknown manager (no managedFields entry)"
+            action, reason = Action.REPORT, f"{what} added live {who}, not by a person: never written"
         git_v, live_v = (_secret_mask(fd.git), _secret_mask(fd.live)) if secret else (fd.git, fd.live)
         detail = "secret value differs" if secret else describe_change(git_v, live_v)
         edit = None if secret else _edit_for(fd)
@@ -235,9 +261,15 @@ def detect(
         try:
             live = _get_live(source, ref, cache)
             if live is None:
+                others = _other_versions(source, ref)
+                detail = "declared in git, absent live"
+                if others:
+                    detail = (f"git declares {ref.api_version}; the cluster holds {ref.kind} {ref.name} as "
+                              f"{', '.join(others)}: versions differ, not compared field by field")
                 drifts.append(Drift(ref, obj.file, (), "declared", None, Direction.UNKNOWN, DriftClass.REMOVED,
-                                    Action.REPORT, detail="declared in git, absent live",
-                                    reason="absent live; syncer never deletes from git"))
+                                    Action.REPORT, detail=detail,
+                                    reason="absent live in this version; syncer never deletes from git" if others
+                                    else "absent live; syncer never deletes from git"))
                 checked.append(ref)
                 continue
             # Bases: the last-applied annotation and syncer's own record of the last agreement.

@@ -42,12 +42,19 @@ def _documents(text: str, display: str) -> list[Any]:
     return parse_documents(text, display)
 
 
+def _group(api_version: str) -> str:
+    """``apps/v1`` -> ``apps``; ``v1`` -> ``""`` (the core group)."""
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
 class SnapshotSource:
     """Live objects read from files; objects absent from every file are absent live."""
 
     def __init__(self, files: list[Path], default_namespace: str) -> None:
         self.files = files
         self.objects: dict[ObjectRef, dict[str, Any]] = {}
+        self._cluster: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._versions: dict[tuple[str, str, str, str], list[str]] = {}
         for path in files:
             try:
                 text = path.read_text(encoding="utf-8")
@@ -66,9 +73,24 @@ class SnapshotSource:
                     except ConfigError as exc:
                         raise ClusterError(str(exc)) from exc
                     self.objects[ref] = obj
+                    meta = obj.get("metadata")
+                    if isinstance(meta, dict) and not meta.get("namespace"):
+                        # A server sends no namespace only for a cluster-scoped object.
+                        self._cluster[(ref.api_version, ref.kind, ref.name)] = obj
+                    self._versions.setdefault((_group(ref.api_version), ref.kind, ref.namespace, ref.name),
+                                              []).append(ref.api_version)
 
     def get(self, ref: ObjectRef) -> dict[str, Any] | None:
-        return self.objects.get(ref)
+        found = self.objects.get(ref)
+        if found is None:
+            # A namespace written on a cluster-scoped kind the tables do not know means nothing.
+            found = self._cluster.get((ref.api_version, ref.kind, ref.name))
+        return found
+
+    def other_versions(self, ref: ObjectRef) -> list[str]:
+        """apiVersions of the same group/kind/namespace/name the snapshot holds instead of ``ref``'s."""
+        key = (_group(ref.api_version), ref.kind, ref.namespace, ref.name)
+        return [v for v in self._versions.get(key, []) if v != ref.api_version]
 
     def describe(self) -> str:
         return "snapshot " + ", ".join(str(f) for f in self.files)

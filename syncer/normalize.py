@@ -7,6 +7,7 @@ at all, because comparison is driven by what git declares (see ``diff``).
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from typing import Any
@@ -53,6 +54,26 @@ def normalize(obj: dict[str, Any]) -> dict[str, Any]:
             else:
                 del meta["annotations"]
         out["metadata"] = meta
+    if out.get("kind") == "Secret" and isinstance(out.get("stringData"), dict):
+        out = _string_data_as_data(out)
+    return out
+
+
+def _string_data_as_data(secret: dict[str, Any]) -> dict[str, Any]:
+    """A Secret as the API server stores it: ``stringData`` merged into ``data``, base64-encoded
+    (``stringData`` wins on a shared key). Non-string values stay in ``stringData``: the server
+    would reject them, and the comparison shows them."""
+    data = dict(secret["data"]) if isinstance(secret.get("data"), dict) else {}
+    left = {}
+    for key, value in secret["stringData"].items():
+        if isinstance(value, str):
+            data[key] = base64.b64encode(value.encode("utf-8")).decode("ascii")
+        else:
+            left[key] = value
+    out = {k: v for k, v in secret.items() if k != "stringData"}
+    out["data"] = data
+    if left:
+        out["stringData"] = left
     return out
 
 
