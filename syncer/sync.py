@@ -22,7 +22,7 @@ from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.live import LiveSource
 from syncer.manifests import Manifests, host_dir, load_manifests
-from syncer.model import Action, Direction, Drift, DriftClass, Edit, ObjectRef, Result
+from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result
 from syncer.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
 from syncer.writeback import FileChange, plan_changes, write_changes
 
@@ -91,9 +91,21 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
             observed_since: SinceArg = None) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
     loaded = load_installation(repo, installation, config)
     result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since)
-    drifts = select(result, mode)
-    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects)
+    result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded)
     return loaded, result, drifts, changes
+
+
+def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
+          loaded: Loaded) -> tuple[Result, list[Drift], list[FileChange]]:
+    """Plan the file edits; a file that cannot be written exactly is left out with one line in
+    ``result.errors``, and its drifts are not claimed by the commit or PR."""
+    aborted: list[FileError] = []
+    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted)
+    if aborted:
+        bad = {e.file for e in aborted}
+        drifts = [d for d in drifts if d.file not in bad or not d.edits]
+        result = replace(result, errors=result.errors + tuple(e for e in aborted if e not in result.errors))
+    return result, drifts, changes
 
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
@@ -206,7 +218,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         if kept:
             order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
             drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
-            changes = plan_changes(ws.path, installation, drifts, loaded.manifests.objects)
+            result, drifts, changes = _plan(ws.path, installation, result, drifts, loaded)
     out = Outcome(result, drifts, changes)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")

@@ -7,6 +7,7 @@ is ever touched.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import threading
@@ -14,10 +15,12 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from syncer.errors import ConfigError
-from syncer.manifests import GitObject
-from syncer.model import Drift, Edit, ObjectRef
+from syncer.manifests import GitObject, parse_documents, templated
+from syncer.model import Drift, Edit, FileError, ObjectRef, format_path
+from syncer.normalize import MISSING, get_path
 from syncer.yamledit import YamlEditError, YamlFile
 
 
@@ -55,28 +58,85 @@ def _remember(key: tuple[str, str, str], new: Planned) -> None:
             _PLANNED.popitem(last=False)
 
 
+def _apply(data: Any, edit_path: tuple[str | int, ...], edit: Edit) -> None:
+    """``edit`` applied to plain data (what the file must read back as afterwards)."""
+    parent = get_path(data, edit_path[:-1])
+    if parent is MISSING:
+        raise ConfigError(f"no {format_path(edit_path[:-1]) or '<root>'} to edit")
+    if edit.add and isinstance(edit_path[-1], int):
+        parent.append(copy.deepcopy(edit.value))
+    else:
+        parent[edit_path[-1]] = copy.deepcopy(edit.value)
+
+
+def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where ``a`` and ``b`` first differ (types count: ``1`` is not ``true``); None when equal."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [k for k in b if k not in a]:
+            if key not in a or key not in b:
+                return path + (key,)
+            found = _first_difference(a[key], b[key], path + (key,))
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return path
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = _first_difference(x, y, path + (i,))
+            if found is not None:
+                return found
+        return None
+    return None if a == b and type(a) is type(b) else path
+
+
 def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
+    """New text of one file and its kept trailing comments; ConfigError (one line, without the
+    file name) when it cannot be written exactly."""
+    if templated(old):
+        raise ConfigError("templated (it holds {{ }} or ${VAR} expressions)")
     doc = YamlFile.parse(old, file)
+    want = parse_documents(old, file)
     comments: list[tuple[ObjectRef, str, str]] = []
     for drift, obj, edit in steps:
         full = obj.prefix + edit.path
         try:
-            if edit.add:
+            if edit.add and isinstance(full[-1], int):
+                doc.append_item(obj.doc, full[:-1], edit.value)  # a whole list item
+            elif edit.add:
                 doc.add_key(obj.doc, full[:-1], str(full[-1]), edit.value)
             else:
                 comment = doc.trailing_comment(obj.doc, full)
                 doc.set_value(obj.doc, full, edit.value)
                 if comment:
                     comments.append((drift.ref, drift.path_text, comment))
+            _apply(want[obj.doc], full, edit)
         except YamlEditError as exc:
-            raise ConfigError(f"{file}: cannot write {drift.ref} {drift.path_text}: {exc}") from exc
-    return doc.render(), tuple(comments)
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: {exc}") from exc
+        except ConfigError as exc:
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: {exc.message}") from exc
+    new = doc.render()
+    # Verification: read the new text as kubectl will, and demand exactly git plus the
+    # accepted live values -- nothing else may have changed anywhere in the file.
+    got = parse_documents(new, file)
+    where = _first_difference(want, got) if len(got) == len(want) else ()
+    if where is not None:
+        at = f"document {int(where[0]) + 1} {format_path(where[1:]) or '<root>'}" if where else "document count"
+        raise ConfigError(f"verification failed: the edited file would not read back as git plus the accepted "
+                          f"live values (at {at})")
+    return new, tuple(comments)
 
 
 def plan_changes(
-    repo: Path, installation: str, drifts: Iterable[Drift], objects: dict[ObjectRef, GitObject]
+    repo: Path, installation: str, drifts: Iterable[Drift], objects: dict[ObjectRef, GitObject],
+    aborted: list[FileError] | None = None,
 ) -> list[FileChange]:
-    """New text of every file the ``drifts`` touch (files read from ``repo``)."""
+    """New text of every file the ``drifts`` touch (files read from ``repo``).
+
+    A file whose edits cannot be made exactly (or that is templated) is left untouched: with
+    ``aborted`` given, one line saying why is added to it and the other files are still
+    planned; without it, ConfigError is raised.
+    """
     by_file: dict[str, list[Drift]] = defaultdict(list)
     for drift in drifts:
         if drift.edits:
@@ -95,7 +155,13 @@ def plan_changes(
                repr([(o.doc, o.prefix + e.path, e.add, e.value) for _, o, e in steps]))
         planned = _PLANNED.get(key)
         if planned is None:
-            planned = _edit(file, old, steps)
+            try:
+                planned = _edit(file, old, steps)
+            except ConfigError as exc:
+                if aborted is None:
+                    raise ConfigError(f"{file}: {exc.message}") from exc
+                aborted.append(FileError(file, f"{file}: not written: {exc.message}"))
+                continue
             _remember(key, planned)
         new, comments = planned
         if new != old:

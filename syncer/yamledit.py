@@ -175,6 +175,37 @@ class YamlFile:
             splice = (pos, pos, text)
         self._commit(doc, map_path, steps, [splice], ("add", key, value))
 
+    def append_item(self, doc: int, seq_path: Path, value: Any) -> None:
+        """Append *value* as a new last item of the sequence at *seq_path* (written whole)."""
+        value = self._value(doc, seq_path, value)
+        d, steps = self._locate(doc, seq_path, replaced=False)
+        node, t = steps[-1][0], d.text
+        if node.kind == "alias":
+            raise self._error(doc, seq_path, f"is an alias (*{node.anchor}); edit the anchored value instead")
+        current = yn.walk(d.data, seq_path)
+        if current is None or current == [] and node.kind == "seq":
+            return self.set_value(doc, seq_path, [value])
+        if not isinstance(current, list) or node.kind != "seq":
+            raise self._error(doc, seq_path, "is not a sequence")
+        last = node.items[-1]
+        if node.flow:
+            pos = yn.cend(t, last)
+            splice = (pos, pos, f", {ys.flow_text(value)}")
+        else:
+            try:
+                indent = yn.col(t, yn.dash(t, node.items[0]) - 1)
+            except ValueError:
+                raise self._error(doc, seq_path, "cannot find where its items start") from None
+            pos = yn.comments_under(t, yn.nextline(t, yn.cend(t, last)), indent)
+            style = self._style(d, node)
+            style.blocks, style.keep = yn.room(t, pos, indent)
+            lines = style.attach(" " * indent + "-", value, indent, item=True)
+            text = self._nl.join(lines) + self._nl
+            if pos == len(t) and not t.endswith("\n"):
+                text = self._nl + text[: -len(self._nl)]
+            splice = (pos, pos, text)
+        self._commit(doc, seq_path, steps, [splice], ("append", None, value))
+
     def delete_key(self, doc: int, map_path: Path, key: str) -> None:
         """Remove *key* (its lines in a block mapping, its entry in a flow mapping)."""
         d, steps = self._locate(doc, map_path + (key,))
@@ -384,6 +415,8 @@ class YamlFile:
     def _verify_near(self, d: yn.Doc, path: Path, steps: list[tuple[yn.Node, yn.Node | None, int]],
                      splices: list[Splice], new_t: str, op: tuple[str, Any, Any]) -> bool:
         t, box = d.text, steps[-1][0]
+        if op[0] == "append":
+            return False  # verified by parsing the whole document
         if op[0] == "add" and box.kind == "map" and not box.flow:
             return self._local_insert(d, path, box, splices[0], new_t, op)
         lo, hi = min(s[0] for s in splices), max(s[1] for s in splices)

@@ -344,6 +344,8 @@ def expected(data: Any, rel: Path, op: tuple[str, Any, Any]) -> Any:
         walk(data, rel[:-1])[rel[-1]] = copy.deepcopy(value)
     elif kind == "add":
         walk(data, rel)[key] = copy.deepcopy(value)
+    elif kind == "append":
+        walk(data, rel).append(copy.deepcopy(value))
     else:
         del walk(data, rel)[key]
     return data
