@@ -1,0 +1,334 @@
+"""Every comparison rule of issue #15 on objects as real tools produce them, through the CLI.
+
+Each case is a manifest (as a person writes it) and the live object (as the API server returns
+it, with managedFields as kubectl edit / apply / admission leave them).  ``diff`` must see
+exactly the real differences, and ``sync --mode pr --forge none`` must write only what the
+rules allow, whole, and nothing else.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import NOW, git
+
+from syncer.cli import main
+from syncer.diff import compare, quantity
+from syncer.manifests import parse_documents
+from syncer.model import DriftClass
+from syncer.normalize import normalize
+from syncer.writeback import plan_changes
+
+DEPLOY = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: apps
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: app
+          image: web:1  # pinned
+          env:
+            - name: MODE
+              value: fast
+          resources:
+            requests:
+              cpu: 1000m
+              memory: 1Gi
+          volumeMounts:
+            - name: conf
+              mountPath: /etc/web
+              readOnly: false
+      volumes:
+        - name: conf
+          configMap:
+            name: web
+            defaultMode: 0755
+"""
+
+
+def _live_deploy(**changes: Any) -> dict[str, Any]:
+    """The Deployment above as the API server returns it: defaults filled in, zero values dropped."""
+    container = {
+        "name": "app", "image": "web:1", "imagePullPolicy": "IfNotPresent",
+        "env": [{"name": "MODE", "value": "fast"}],
+        "resources": {"requests": {"cpu": "1", "memory": "1024Mi"}},
+        "volumeMounts": [{"name": "conf", "mountPath": "/etc/web"}],
+        "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+    }
+    obj: dict[str, Any] = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "apps", "uid": "u1", "resourceVersion": "9", "generation": 3,
+                     "managedFields": [_mf("kubectl-client-side-apply", "2026-08-01T10:00:00Z", {"f:spec": {"f:replicas": {}}})]},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [container], "restartPolicy": "Always",
+                                       "volumes": [{"name": "conf", "configMap": {"name": "web",
+                                                                                    "defaultMode": 493}}]}}},
+        "status": {"replicas": 2},
+    }
+    for key, value in changes.items():
+        obj[key] = value
+    return obj
+
+
+def _mf(manager: str, time: str, fields: dict[str, Any], operation: str = "Update") -> dict[str, Any]:
+    return {"manager": manager, "operation": operation, "apiVersion": "apps/v1", "time": time,
+            "fieldsType": "FieldsV1", "fieldsV1": fields}
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return obj["spec"]["template"]["spec"]["containers"]  # type: ignore[no-any-return]
+
+
+def _repo(tmp: Path, files: dict[str, str], live: list[dict[str, Any]], track: str) -> tuple[Path, Path, Path]:
+    bare, work = tmp / "origin.git", tmp / "work"
+    git(tmp, "init", "-q", "--bare", "-b", "main", str(bare))
+    host = work / "hosts" / "t"
+    host.mkdir(parents=True)
+    git(work, "init", "-q", "-b", "main")
+    (host / "syncer.conf").write_text(f"installation: t\nnamespace: apps\ntrack:\n{track}")
+    for name, text in files.items():
+        (host / name).write_text(text)
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "manifests")
+    git(work, "remote", "add", "origin", str(bare))
+    git(work, "push", "-q", "origin", "main")
+    snap = tmp / "live.json"
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": live}))
+    return bare, work, snap
+
+
+def _diff(work: Path, snap: Path) -> dict[tuple[str, str], tuple[str, str, str]]:
+    out = io.StringIO()
+    main(["diff", "t", "--repo", str(work), "--live-file", str(snap), "-o", "json"], now=NOW, stdout=out)
+    doc = json.loads(out.getvalue())
+    assert doc["errors"] == []
+    return {(d["kind"], d["path"]): (d["class"], d["action"], d["reason"]) for d in doc["drifts"]}
+
+
+def _pr(work: Path, snap: Path, bare: Path, tmp: Path) -> tuple[str, str | None]:
+    """Run ``sync --mode pr --forge none``; (output, the proposed file text or None)."""
+    out = io.StringIO()
+    main(["sync", "t", "--repo", str(work), "--live-file", str(snap), "--mode", "pr", "--forge", "none",
+          "--remote", str(bare), "--clone-dir", str(tmp / "clone")], now=NOW, stdout=out)
+    ok = subprocess.run(["git", "-C", str(bare), "rev-parse", "--verify", "-q", "syncer/t"],
+                        capture_output=True).returncode == 0
+    return out.getvalue(), git(bare, "show", "syncer/t:hosts/t/web.yaml") + "\n" if ok else None
+
+
+# -- values by meaning ----------------------------------------------------------------------------
+
+
+def test_a_person_writes_it_the_server_stores_it_no_drift(tmp_path: Path) -> None:
+    """1000m == "1", 1Gi == 1024Mi, 0755 == 493, readOnly: false == absent."""
+    bare, work, snap = _repo(tmp_path, {"web.yaml": DEPLOY}, [_live_deploy()], "  Deployment: writeback\n")
+    assert _diff(work, snap) == {}
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is None, out
+
+
+@pytest.mark.parametrize(("a", "b", "same"), [
+    ("1000m", "1", True), (1, "1000m", True), ("1Gi", "1024Mi", True), ("0.5", "500m", True),
+    ("1G", "1000M", True), ("1e3", "1k", True), ("500m", "1", False), ("1Gi", "1G", False),
+])
+def test_quantities_compare_canonically(a: Any, b: Any, same: bool) -> None:
+    git_obj = {"kind": "Pod", "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": a}}}]}}
+    live_obj = {"kind": "Pod", "spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": b}}}]}}
+    assert (compare("Pod", git_obj, live_obj) == []) is same
+    assert quantity("bogus") is None
+
+
+def test_int_or_string_and_zero_values() -> None:
+    git_obj = {"spec": {"ports": [{"port": 80, "targetPort": "8080", "nodePort": 0}], "publishNotReadyAddresses": False,
+                        "externalIPs": [], "selector": {}, "sessionAffinity": ""}}
+    live_obj = {"spec": {"ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}]}}
+    assert compare("Service", git_obj, live_obj) == []
+    live_obj["spec"]["ports"][0]["targetPort"] = 8081
+    assert [(d.path, d.cls) for d in compare("Service", git_obj, live_obj)] == [
+        (("spec", "ports", 0, "targetPort"), DriftClass.VALUE)]
+
+
+def test_yaml_11_reading_yes_is_a_boolean_where_the_schema_wants_one() -> None:
+    git_obj = parse_documents("kind: Widget\nspec:\n  enabled: yes\n  mode: 0644\n  at: 12:30\n", "w.yaml")[0]
+    assert compare("Widget", git_obj, {"kind": "Widget", "spec": {"enabled": True, "mode": 420, "at": "12:30"}}) == []
+    # ...and a string-typed field holding "yes" is a real difference: kubectl would send true.
+    assert len(compare("Widget", git_obj, {"kind": "Widget", "spec": {"enabled": "yes", "mode": 420,
+                                                                        "at": "12:30"}})) == 1
+
+
+def test_secret_string_data_is_the_base64_data_the_server_stores(tmp_path: Path) -> None:
+    secret = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  user: admin\n"
+    live = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "apps"},
+            "type": "Opaque", "data": {"user": "YWRtaW4="}}
+    bare, work, snap = _repo(tmp_path, {"s.yaml": secret}, [live], "  Secret: writeback\n")
+    assert _diff(work, snap) == {}
+    live["data"]["user"] = "cm9vdA=="
+    snap.write_text(json.dumps(live))
+    found = _diff(work, snap)
+    assert list(found) == [("Secret", "data.user")]
+    assert found[("Secret", "data.user")][1] == "report"  # Secrets are never written
+
+
+def test_namespace_on_a_cluster_scoped_object_means_nothing(tmp_path: Path) -> None:
+    role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\n  namespace: apps\nrules: []\n"
+    crd_obj = "apiVersion: example.io/v1\nkind: Cluster\nmetadata:\n  name: c\n  namespace: apps\nspec:\n  size: 3\n"
+    live = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"},
+             "rules": None},
+            {"apiVersion": "example.io/v1", "kind": "Cluster", "metadata": {"name": "c"}, "spec": {"size": 3}}]
+    bare, work, snap = _repo(tmp_path, {"r.yaml": role, "c.yaml": crd_obj}, live, "  ClusterRole: writeback\n"
+                             "  Cluster: writeback\n")
+    assert _diff(work, snap) == {}
+
+
+def test_the_same_kind_in_another_version_is_named_plainly(tmp_path: Path) -> None:
+    hpa = "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: h\nspec:\n  maxReplicas: 3\n"
+    live = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "h", "namespace": "apps"}, "spec": {"maxReplicas": 3}}
+    bare, work, snap = _repo(tmp_path, {"h.yaml": hpa}, [live], "  HorizontalPodAutoscaler: writeback\n")
+    out = io.StringIO()
+    main(["diff", "t", "--repo", str(work), "--live-file", str(snap)], now=NOW, stdout=out)
+    assert "git declares autoscaling/v1; the cluster holds HorizontalPodAutoscaler h as autoscaling/v2" in out.getvalue()
+    assert "declared in git, absent live" not in out.getvalue()
+
+
+# -- lists by their API semantics ---------------------------------------------------------------
+
+
+def test_keyed_lists_match_by_key_not_position() -> None:
+    live = _live_deploy()
+    c = _containers(live)
+    c.insert(0, {"name": "other", "image": "o:1"})
+    c[1]["env"].insert(0, {"name": "FIRST", "value": "x"})
+    git_obj = normalize(parse_documents(DEPLOY, "web.yaml")[0])
+    found = [(d.path, d.cls, d.live_path) for d in compare("Deployment", git_obj, normalize(live))]
+    base = ("spec", "template", "spec", "containers")
+    assert found == [
+        (base + (0, "env", 1), DriftClass.ADDED, base + (1, "env", 0)),
+        (base + (1,), DriftClass.ADDED, base + (0,)),
+    ]
+
+
+def test_sets_compare_in_any_order_and_atomic_lists_whole() -> None:
+    eps = {"subsets": [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]}]}
+    live = {"subsets": [{"addresses": [{"ip": "10.0.0.2", "nodeName": "n"}, {"ip": "10.0.0.1"}]}]}
+    assert compare("Endpoints", eps, live) == []
+    rules = {"rules": [{"verbs": ["get"]}, {"verbs": ["list"]}]}
+    found = compare("ClusterRole", rules, {"rules": [{"verbs": ["get"], "resources": ["pods"]}]})
+    assert [(d.path, d.cls, d.live) for d in found] == [(("rules",), DriftClass.VALUE,
+                                                          [{"verbs": ["get"], "resources": ["pods"]}])]
+
+
+# -- items only live: reported with their manager, written whole only when a person added them ----
+
+
+def _env_added_by(manager: str) -> dict[str, Any]:
+    live = _live_deploy()
+    _containers(live)[0]["env"].append({"name": "DEBUG", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
+    fields = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:env": {
+        'k:{"name":"DEBUG"}': {".": {}, "f:name": {}, "f:valueFrom": {"f:fieldRef": {"f:fieldPath": {}}}}}}}}}}}
+    live["metadata"]["managedFields"].append(_mf(manager, "2026-08-20T09:00:00Z", fields))
+    return live
+
+
+def test_an_env_var_a_person_added_live_is_proposed_whole(tmp_path: Path) -> None:
+    bare, work, snap = _repo(tmp_path, {"web.yaml": DEPLOY}, [_env_added_by("kubectl-edit")], "  Deployment: writeback\n")
+    path = "spec.template.spec.containers[0].env[1]"
+    assert _diff(work, snap)[("Deployment", path)][:2] == ("added", "write")
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is not None, out
+    old = parse_documents(DEPLOY, "web.yaml")[0]
+    _containers(old)[0]["env"].append({"name": "DEBUG", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
+    assert parse_documents(proposed, "web.yaml")[0] == old  # the whole item, valueFrom included, nothing else
+    assert "image: web:1  # pinned" in proposed and "defaultMode: 0755" in proposed
+
+
+def test_items_from_admission_or_the_server_are_reported_never_written(tmp_path: Path) -> None:
+    live = _live_deploy()
+    spec = live["spec"]["template"]["spec"]
+    spec["containers"].append({"name": "istio-proxy", "image": "proxyv2:1.22"})
+    spec["volumes"].append({"name": "istio-envoy", "emptyDir": {}})
+    spec["tolerations"] = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                            "tolerationSeconds": 300}]
+    text = DEPLOY + "      tolerations:\n        - key: dedicated\n          operator: Exists\n"
+    spec["tolerations"].insert(0, {"key": "dedicated", "operator": "Exists"})
+    bare, work, snap = _repo(tmp_path, {"web.yaml": text}, [live], "  Deployment: writeback\n")
+    found = _diff(work, snap)
+    assert {k[1]: v[:2] for k, v in found.items()} == {
+        "spec.template.spec.containers[1]": ("added", "report"),
+        "spec.template.spec.volumes[1]": ("added", "report"),
+        "spec.template.spec.tolerations[1]": ("added", "report"),
+    }
+    assert all("not by a person: never written" in v[2] for v in found.values())
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is None, out
+
+
+def test_an_item_added_by_a_controller_is_reported_with_its_manager(tmp_path: Path) -> None:
+    bare, work, snap = _repo(tmp_path, {"web.yaml": DEPLOY}, [_env_added_by("vpa-updater")], "  Deployment: writeback\n")
+    (cls, action, reason), = _diff(work, snap).values()
+    assert (cls, action) == ("added", "report") and "by vpa-updater" in reason
+
+
+# -- templated files and write verification ------------------------------------------------------
+
+
+def test_templated_files_are_never_edited(tmp_path: Path) -> None:
+    text = DEPLOY.replace("replicas: 2", "replicas: 2\n  revisionHistoryLimit: 5").replace(
+        "image: web:1  # pinned", 'image: "{{ .Values.image }}"')
+    live = _live_deploy()
+    live["spec"]["revisionHistoryLimit"] = 7
+    bare, work, snap = _repo(tmp_path, {"web.yaml": text}, [live], "  Deployment: writeback\n")
+    found = _diff(work, snap)
+    assert found[("Deployment", "spec.revisionHistoryLimit")] == ("value", "report", "templated: not written")
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is None, out
+
+
+def test_a_write_that_does_not_read_back_exactly_aborts_that_file(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from syncer import yamledit
+    from syncer.config import load_config
+    from syncer.engine import detect
+    from syncer.live import SnapshotSource
+    from syncer.manifests import load_manifests
+    from syncer.sync import Mode, select
+
+    live = _live_deploy()
+    live["spec"]["replicas"] = 5
+    live["metadata"]["managedFields"].append(_mf("kubectl-edit", "2026-08-20T09:00:00Z", {"f:spec": {"f:replicas": {}}}))
+    bare, work, snap = _repo(tmp_path, {"web.yaml": DEPLOY, "other.yaml": DEPLOY.replace("name: web\n", "name: web2\n", 1)},
+                             [live, {**live, "metadata": {**live["metadata"], "name": "web2"}}],
+                             "  Deployment: writeback\n")
+    config = load_config(work / "hosts" / "t", "t")
+    manifests = load_manifests(work, "t", config.namespace)
+    result = detect(config, manifests, SnapshotSource([snap], "apps"), NOW)
+    drifts = select(result, Mode.PR)
+    assert len(drifts) == 2
+    # An editor that also changes something nobody asked for, in one of the two files:
+    real_render = yamledit.YamlFile.render
+
+    def sloppy(self: yamledit.YamlFile) -> str:
+        text = real_render(self)
+        return text.replace("cpu: 1000m", "cpu: 2000m") if self.name.endswith("web.yaml") else text
+
+    monkeypatch.setattr(yamledit.YamlFile, "render", sloppy)
+    aborted: list[Any] = []
+    changes = plan_changes(work, "t", drifts, manifests.objects, aborted)
+    assert [c.file for c in changes] == ["hosts/t/other.yaml"]
+    assert [e.message for e in aborted] == [
+        "hosts/t/web.yaml: not written: verification failed: the edited file would not read back as git plus "
+        "the accepted live values (at document 1 spec.template.spec.containers[0].resources.requests.cpu)"]
