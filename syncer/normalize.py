@@ -30,6 +30,18 @@ SERVER_ANNOTATIONS = frozenset(
         "kubectl.kubernetes.io/restartedAt",
         "endpoints.kubernetes.io/last-change-trigger-time",
         "control-plane.alpha.kubernetes.io/leader",
+        "deprecated.daemonset.template.generation",
+        "meta.helm.sh/release-name",
+        "meta.helm.sh/release-namespace",
+        "argocd.argoproj.io/tracking-id",
+    }
+)
+#: labels the API server or a built-in controller adds to objects; never a person's intent.
+SERVER_LABELS = frozenset(
+    {
+        "kubernetes.io/metadata.name", "pod-template-hash", "controller-revision-hash",
+        "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "controller-uid", "job-name",
+        "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name",
     }
 )
 
@@ -53,6 +65,9 @@ def normalize(obj: dict[str, Any]) -> dict[str, Any]:
                 meta["annotations"] = ann
             else:
                 del meta["annotations"]
+        labels = meta.get("labels")
+        if isinstance(labels, dict) and not SERVER_LABELS.isdisjoint(labels):
+            meta["labels"] = {k: v for k, v in labels.items() if k not in SERVER_LABELS}
         out["metadata"] = meta
     if out.get("kind") == "Secret" and isinstance(out.get("stringData"), dict):
         out = _string_data_as_data(out)
