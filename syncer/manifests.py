@@ -21,19 +21,11 @@ from ruamel.yaml.resolver import VersionedResolver
 
 from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
+from syncer.kinds import CLUSTER_SCOPED
 from syncer.model import FileError, ObjectRef, Path as ObjPath
 
 _INSTALLATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _SUFFIXES = (".yaml", ".yml")
-#: Kinds that live outside namespaces; any other kind gets the config's default namespace.
-CLUSTER_SCOPED = frozenset(
-    {
-        "Namespace", "Node", "PersistentVolume", "StorageClass", "ClusterRole", "ClusterRoleBinding",
-        "CustomResourceDefinition", "PriorityClass", "IngressClass", "RuntimeClass", "APIService",
-        "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "CSIDriver", "VolumeSnapshotClass",
-        "ClusterIssuer",
-    }
-)
 MAX_FILE_BYTES = 4 * 1024 * 1024
 
 
