@@ -31,13 +31,14 @@ from typing import Any
 
 from syncer.classify import decide, parse_time, provenance
 from syncer.diff import FieldDiff
+from syncer.kinds import ENDPOINTS_FAMILY
 from syncer.model import Direction, Drift, DriftClass, Edit, ObjectRef, Path, Track
 from syncer.normalize import is_ignored
 from syncer.values import address_list, describe_change
 
 SLICE = "EndpointSlice"
 ENDPOINTS = "Endpoints"
-FAMILY = frozenset({ENDPOINTS, SLICE})
+FAMILY = ENDPOINTS_FAMILY
 SERVICE_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MIRROR_CONTROLLER = "endpointslicemirroring-controller.k8s.io"

@@ -39,8 +39,10 @@ DATA_MAPS: dict[str, frozenset[str]] = {
     "ConfigMap": frozenset({"data", "binaryData"}),
     "Secret": frozenset({"data", "stringData"}),
     "Endpoints": frozenset({"subsets"}),
+    "EndpointSlice": frozenset({"endpoints"}),
 }
 
+#: (classified against candidate lists by ``syncer.endpoints``)
 ENDPOINTS_FAMILY = frozenset({"Endpoints", "EndpointSlice"})
 
 #: Maps in every object whose live-only keys are drift (people add labels and annotations live;
@@ -111,6 +113,8 @@ _SCALAR_SETS = frozenset({"finalizers"})
 #: Lists of items whose order means nothing and that have no merge key: compared as sets.
 _ITEM_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
     "Endpoints": (("subsets", "*", "addresses"), ("subsets", "*", "notReadyAddresses")),
+    # The order of a slice's endpoints means nothing; an endpoint's addresses are fungible.
+    "EndpointSlice": (("endpoints",), ("endpoints", "*", "addresses")),
 }
 
 SET = ListRule((), unordered=True)

@@ -291,3 +291,15 @@ def test_a_manifest_without_conditions_still_sees_its_endpoint_go_unready(repo: 
     point(live, FQDN, ep("m1-laptop.tail4a2b.ts.net", ready=True, serving=True, terminating=False))  # awake
     result, _ = run(repo, live)
     assert [d for d in result.drifts if d.ref == FQDN] == []
+
+
+def test_the_order_of_a_slices_endpoints_and_addresses_means_nothing(repo: Path, live: SnapshotSource) -> None:
+    backends = repo / "hosts/vanaheim/ollama-backends.yaml"
+    backends.write_text(backends.read_text().replace(
+        "      - 192.168.68.58   # Mac Studio, LAN\n",
+        "      - 192.168.68.58   # Mac Studio, LAN\n      - 192.168.68.59   # its second port\n"
+        "    conditions:\n      ready: true\n  - addresses:\n      - 192.168.68.60\n"))
+    point(live, IPV4, {"addresses": ["192.168.68.60"], "conditions": {"ready": True}},
+          {"addresses": ["192.168.68.59", "192.168.68.58"], "conditions": {"ready": True}})
+    result, _ = run(repo, live)
+    assert [d for d in result.drifts if d.ref == IPV4] == []
