@@ -275,6 +275,8 @@ def detect(
             # Bases: the last-applied annotation and syncer's own record of the last agreement.
             applied = _LAST_APPLIED.get((live,), None, lambda: last_applied(live)) if memo else last_applied(live)
             bases = [b for b in (applied, store.base(ref) if store is not None else None) if b is not None]
+            if ref.kind == endpoints.SLICE:  # a slice applied as v1beta1 remembers it in that shape
+                bases = [endpoints.as_v1(b) for b in bases]
             if ref in family.shadowed:
                 checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
                 continue

@@ -303,3 +303,30 @@ def test_the_order_of_a_slices_endpoints_and_addresses_means_nothing(repo: Path,
           {"addresses": ["192.168.68.59", "192.168.68.58"], "conditions": {"ready": True}})
     result, _ = run(repo, live)
     assert [d for d in result.drifts if d.ref == IPV4] == []
+
+
+def test_a_slice_applied_as_v1beta1_is_a_base_in_the_v1_shape(repo: Path, live: SnapshotSource) -> None:
+    import json as _json
+
+    backends = repo / "hosts/vanaheim/ollama-backends.yaml"
+    backends.write_text(backends.read_text().replace(
+        "      - 192.168.68.58   # Mac Studio, LAN\n    conditions:\n      ready: true\n",
+        "      - 192.168.68.58   # Mac Studio, LAN\n    conditions:\n      ready: true\n    nodeName: node-a\n"))
+    obj = copy.deepcopy(live.objects.pop(IPV4))
+    applied = {k: v for k, v in obj.items() if k not in ("metadata", "endpoints")}
+    applied.update(apiVersion="discovery.k8s.io/v1beta1", metadata={"name": IPV4.name, "namespace": NS}, endpoints=[
+        {"addresses": ["192.168.68.58"], "conditions": {"ready": True}, "topology": {"kubernetes.io/hostname": "node-a"}}])
+    obj["apiVersion"] = "discovery.k8s.io/v1beta1"
+    obj["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": _json.dumps(applied)}
+    obj["endpoints"] = [{"addresses": ["192.168.68.75"], "conditions": {"ready": True},  # the list is replaced
+                         "topology": {"kubernetes.io/hostname": "node-a"}},
+                        {"addresses": ["192.168.68.58"], "conditions": {"ready": False},
+                         "topology": {"kubernetes.io/hostname": "node-a"}}]
+    live.objects[replace_version(IPV4)] = obj
+    result, _ = run(repo, live)
+    [d] = [d for d in result.drifts if d.ref == IPV4]
+    assert (d.cls.value, d.direction.value, d.action.value) == ("pick", "cluster", "write")
+
+
+def replace_version(ref: ObjectRef) -> ObjectRef:
+    return ObjectRef("discovery.k8s.io/v1beta1", ref.kind, ref.namespace, ref.name)

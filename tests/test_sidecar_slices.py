@@ -262,3 +262,41 @@ def test_a_proposed_slice_pick_stays_on_the_open_pr_while_the_backend_flaps(vana
         sc.stop()
     assert git(origin(vanaheim), "rev-parse", "syncer/vanaheim") == branch
     assert forge.writes == writes
+
+
+def test_one_shot_diff_reads_v1beta1_slices_where_v1_is_not_served(tmp_path: Path) -> None:
+    """A Kubernetes 1.20 API (discovery.k8s.io/v1beta1 only, topology instead of nodeName):
+    git's v1 slices are read under v1beta1, in one LIST or GETs, and compared in the v1 shape."""
+    import io
+    import json
+
+    from fakes.kube_api import DEFAULT_RESOURCES, Resource
+    from syncer.cli import main
+
+    beta = Resource("discovery.k8s.io", "v1beta1", "endpointslices", "endpointslice", "EndpointSlice")
+    resources = tuple(r for r in DEFAULT_RESOURCES if r.kind != "EndpointSlice") + (beta,)
+    with FakeKubeAPI(resources=resources, git_version="v1.20.2") as old:
+        for obj in load_installation(ROOT, "vanaheim").manifests.objects.values():
+            data = dict(obj.data)
+            if data["kind"] == "EndpointSlice":  # kubectl apply of git's manifest, as v1beta1
+                data["apiVersion"] = beta.api_version
+            old.put(data, applied=True, time="2026-07-14T16:02:37Z")
+        old.patch(beta.api_version, "EndpointSlice", NS, "mac-ollama-ipv6",
+                  {"endpoints": [{"addresses": ["fd7a:115c:a1e0::5a"], "conditions": {"ready": True},
+                                  "topology": {"kubernetes.io/hostname": "node-b"}}]},
+                  manager="slice-endpoint-manager", time="2026-08-21T07:00:00Z")
+        old.patch(beta.api_version, "EndpointSlice", NS, "mac-ollama-ipv4", {"endpoints": []},
+                  manager="slice-endpoint-manager", time="2026-08-21T07:00:00Z")
+        kubeconfig = old.kubeconfig(tmp_path / "kubeconfig", namespace=NS)
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["diff", "vanaheim", "--repo", str(ROOT), "--kubeconfig", str(kubeconfig), "-o", "json"],
+                    now=datetime(2026, 9, 1, tzinfo=UTC), stdout=out, stderr=err)
+        paths = {r.path for r in old.requests}
+    assert (code, err.getvalue()) == (1, ""), out.getvalue()
+    doc = json.loads(out.getvalue())
+    assert doc["errors"] == []
+    assert sorted((d["name"], d["class"], d["action"], d["live"]) for d in doc["drifts"]) == [
+        ("mac-ollama-ipv4", "pick", "write", None),  # the Service moved to its IPv6 slice
+        ("mac-ollama-ipv6", "pick", "write", "fd7a:115c:a1e0::5a")]
+    assert not any(p.startswith("/apis/discovery.k8s.io/v1/") for p in paths)
+    assert any(p.startswith("/apis/discovery.k8s.io/v1beta1/namespaces/ai/endpointslices") for p in paths)
