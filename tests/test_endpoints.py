@@ -330,3 +330,39 @@ def test_a_slice_applied_as_v1beta1_is_a_base_in_the_v1_shape(repo: Path, live: 
 
 def replace_version(ref: ObjectRef) -> ObjectRef:
     return ObjectRef("discovery.k8s.io/v1beta1", ref.kind, ref.namespace, ref.name)
+
+
+def test_one_shot_sync_notifies_once_per_service_not_per_slice(tmp_path: Path, live: SnapshotSource) -> None:
+    import io
+    import json as _json
+
+    from conftest import git
+    from fakes.webhook import Receiver
+    from syncer.cli import main
+
+    work, bare = tmp_path / "work", tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    shutil.copytree(ROOT / "hosts" / "vanaheim", work / "hosts" / "vanaheim")
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "vanaheim")
+    git(work, "remote", "add", "origin", str(bare))
+    git(work, "push", "-q", "origin", "main")
+    snapshot = _json.loads(_json.dumps({"apiVersion": "v1", "kind": "List", "items": list(live.objects.values())}))
+    for item in snapshot["items"]:  # both of mac-ollama's slices hand-patched to addresses no list holds
+        if item["metadata"]["name"] == "mac-ollama-ipv4":
+            item["endpoints"] = [ep("10.9.8.7", ready=True)]
+        if item["metadata"]["name"] == "mac-ollama-ipv6":
+            item["endpoints"] = [ep("fd00::99", ready=True)]
+    (tmp_path / "live.json").write_text(_json.dumps(snapshot))
+    hook = Receiver()
+    try:
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["sync", "vanaheim", "--repo", str(work), "--live-file", str(tmp_path / "live.json"),
+                     "--mode", "commit", "--notify-url", f"{hook.url}/hook"], now=NOW, stdout=out, stderr=err)
+    finally:
+        hook.stop()
+    assert code == 0, out.getvalue() + err.getvalue()
+    events = sorted((body["event"], body["summary"].split(":")[0], len(body["drifts"])) for _, body in hook.posts)
+    assert events == [("drift.cleared", "Service/ai/m1-ollama", 1),
+                      ("drift.undeclared", "Service/ai/mac-ollama", 2)]
