@@ -138,3 +138,20 @@ def test_no_cluster_says_how_to_do_without(tmp_path: Path, monkeypatch: pytest.M
     assert (code, out) == (2, "") and err.count("\n") == 1
     assert err.endswith("(no cluster at hand? --live-file FILE or --git-only)\n")
     assert not (repo / CONF).exists()
+
+
+@pytest.mark.parametrize("installation", sorted(p.name for p in (ROOT / "hosts").iterdir() if p.is_dir()))
+def test_every_bundled_installation_gets_its_hand_written_bindings_back(installation: str, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "hosts" / installation, repo / "hosts" / installation)
+    (repo / "hosts" / installation / "syncer.conf").unlink()
+    live = ROOT / "examples" / f"{installation}-live.yaml"
+    code, out, err = run("init", installation, "--repo", str(repo),
+                         *(["--live-file", str(live)] if live.exists() else ["--git-only"]))
+    assert (code, err) == (0, ""), err
+    made = load_config(repo / "hosts" / installation, installation)
+    shipped = load_config(ROOT / "hosts" / installation, installation)
+    assert made.namespace == shipped.namespace
+    assert sorted(made.candidates, key=str) == sorted(shipped.candidates, key=str), out
+    writers = {k for k, v in shipped.track.items() if v.value in ("writeback", "stable")}
+    assert {k for k, v in made.track.items() if v.value in ("writeback", "stable")} == writers
