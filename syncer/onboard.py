@@ -168,7 +168,7 @@ def infer(installation: str, git: Mapping[ObjectRef, Mapping[str, Any]], live: M
             out.reasons.append(f"endpoints {name}: no binding -- no ConfigMap address list holds {shown}")
         elif len(matches) > 1:
             where = ", ".join(f"{cm}/{key}" for (_, cm, key), _ in matches)
-            out.reasons.append(f"endpoints {name}: no binding -- {shown} appear in several address lists ({where}); "
+            out.reasons.append(f"endpoints {name}: no binding -- {shown} {_are(addresses)} in several address lists ({where}); "
                                "add the right one by hand")
         else:
             (_, cm, key), found = matches[0]
@@ -177,9 +177,13 @@ def infer(installation: str, git: Mapping[ObjectRef, Mapping[str, Any]], live: M
             note = f"; {' '.join(missing)} in no list (would be undeclared)" if missing else ""
             if ns != out.namespace:
                 note += f" (namespace {ns})"
-            out.reasons.append(f"candidates {name} -> {cm}/{key}: {' '.join(found)} appear in that address list "
+            out.reasons.append(f"candidates {name} -> {cm}/{key}: {' '.join(found)} {_are(found)} in that address list "
                                f"and in no other{note}")
     return out
+
+
+def _are(items: list[str]) -> str:
+    return "is" if len(items) == 1 else "are"
 
 
 def _scalar(text: str) -> str:

@@ -47,7 +47,7 @@ def test_init_from_the_asgard_snapshot_rebuilds_the_hand_written_config(tmp_path
     assert made.stable_for == 600
     # What it inferred and why, one line each.
     assert "namespace ai: named by 9 of 9 manifests" in out
-    assert ("candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 192.168.68.75 appear in "
+    assert ("candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 192.168.68.75 are in "
             "that address list and in no other") in out
     assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS: 100.127.6.20 192.168.68.89" in out
     assert "wrote hosts/asgard/syncer.conf" in out
@@ -84,8 +84,8 @@ def test_git_only_binds_from_the_committed_lists(tmp_path: Path) -> None:
     repo = bare_repo(tmp_path)
     code, out, _ = run("init", "asgard", "--repo", str(repo), "--git-only")
     assert code == 0
-    assert "candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 appear" in out
-    assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS: 100.127.6.20 appear" in out
+    assert "candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 is in" in out
+    assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS: 100.127.6.20 is in" in out
 
 
 def test_an_address_in_two_lists_is_not_bound_and_says_where(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def test_an_address_in_two_lists_is_not_bound_and_says_where(tmp_path: Path) -> 
     cm.write_text(cm.read_text().replace('  PORT: "11434"', '  FALLBACK_ADDRS: "192.168.68.58"\n  PORT: "11434"'))
     code, out, _ = run("init", "asgard", "--repo", str(repo), "--git-only")
     assert code == 0
-    assert ("endpoints mac-ollama: no binding -- 192.168.68.58 appear in several address lists "
+    assert ("endpoints mac-ollama: no binding -- 192.168.68.58 is in several address lists "
             "(ollama-endpoint-manager/FALLBACK_ADDRS, ollama-endpoint-manager/MAC_ADDRS); add the right one by hand") in out
     cfg = load_config(repo / "hosts" / "asgard", "asgard")
     assert [c.endpoints for c in cfg.candidates] == ["m1-ollama"]
@@ -122,7 +122,7 @@ def test_endpoint_slices_bind_and_are_tracked_stable() -> None:
     inf = infer("x", git_objs, live)
     assert inf.track["EndpointSlice"] == "stable" and inf.track["ConfigMap"] == "writeback"
     assert [(b.endpoints, b.config_map, b.key) for b in inf.candidates] == [("gpu", "router", "GPU_HOSTS")]
-    assert any(re.search(r"candidates gpu -> router/GPU_HOSTS: 10\.0\.0\.6 appear", r) for r in inf.reasons)
+    assert any(re.search(r"candidates gpu -> router/GPU_HOSTS: 10\.0\.0\.6 is in", r) for r in inf.reasons)
 
 
 def test_init_refuses_unknown_installation(tmp_path: Path) -> None:
