@@ -125,7 +125,10 @@ def test_diff_watch_reruns_when_a_manifest_changes(asgard_repo: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "syncer.cli", "diff", "asgard", "--repo", str(asgard_repo), "--live-file",
            str(EXAMPLE_LIVE), "--watch"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as a terminal sends it. A test run started in the background (`pytest &`, nohup, some CI
+    # runners) inherits SIGINT ignored, and so would the child: restore the default, as a terminal has it.
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(iter(proc.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
     reader.start()
