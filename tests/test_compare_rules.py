@@ -332,3 +332,65 @@ def test_a_write_that_does_not_read_back_exactly_aborts_that_file(tmp_path: Path
     assert [e.message for e in aborted] == [
         "hosts/t/web.yaml: not written: verification failed: the edited file would not read back as git plus "
         "the accepted live values (at document 1 spec.template.spec.containers[0].resources.requests.cpu)"]
+
+
+# -- properties -----------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_names = st.lists(st.from_regex(r"[A-Z][A-Z0-9_]{0,6}", fullmatch=True), min_size=1, max_size=6, unique=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(_names, st.randoms(use_true_random=False))
+def test_reordering_a_keyed_list_or_a_set_is_never_drift(names: list[str], rnd: Any) -> None:
+    env = [{"name": n, "value": n.lower()} for n in names]
+    addrs = [{"ip": f"10.0.0.{i}"} for i in range(len(names))]
+    git_obj = {"spec": {"template": {"spec": {"containers": [{"name": "c", "env": env}]}}}}
+    shuffled, shuffled_addrs = env[:], addrs[:]
+    rnd.shuffle(shuffled)
+    rnd.shuffle(shuffled_addrs)
+    live = {"spec": {"template": {"spec": {"containers": [{"name": "c", "env": shuffled}]}}}}
+    assert compare("Deployment", git_obj, live) == []
+    assert compare("Endpoints", {"subsets": [{"addresses": addrs}]}, {"subsets": [{"addresses": shuffled_addrs}]}) == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(_names, st.data())
+def test_a_live_only_keyed_item_is_one_added_drift_with_its_live_value_whole(names: list[str],
+                                                                               data: st.DataObject) -> None:
+    env = [{"name": n, "value": n.lower()} for n in names]
+    extra = {"name": "ZZ_EXTRA", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+    at = data.draw(st.integers(0, len(env)))
+    live_env = env[:at] + [extra] + env[at:]
+    git_obj = {"spec": {"containers": [{"name": "c", "env": env}]}}
+    found = compare("Pod", git_obj, {"spec": {"containers": [{"name": "c", "env": live_env}]}})
+    assert [(d.path, d.cls, d.live, d.live_path) for d in found] == [
+        (("spec", "containers", 0, "env", len(env)), DriftClass.ADDED, extra, ("spec", "containers", 0, "env", at))]
+
+
+def test_direction_follows_items_by_key_when_the_live_list_is_in_another_order(tmp_path: Path) -> None:
+    """last-applied agrees with git but for the order of env; live moved MODE: the cluster moved
+    MODE (a positional base would call it a conflict), so it is committed."""
+    text = DEPLOY.replace("            - name: MODE\n              value: fast\n",
+                          "            - name: MODE\n              value: fast\n            - name: LEVEL\n"
+                          "              value: \"3\"\n")
+    live = _live_deploy()
+    applied = parse_documents(text, "web.yaml")[0]
+    _containers(applied)[0]["env"].reverse()  # applied before a person reordered git's list: no change
+    live["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(applied)}
+    _containers(live)[0]["env"] = [{"name": "LEVEL", "value": "3"}, {"name": "MODE", "value": "slow"}]
+    fields = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:env": {
+        'k:{"name":"MODE"}': {"f:value": {}}}}}}}}}
+    live["metadata"]["managedFields"].append(_mf("kubectl-edit", "2026-08-20T09:00:00Z", fields))
+    bare, work, snap = _repo(tmp_path, {"web.yaml": text}, [live], "  Deployment: writeback\n")
+    out = io.StringIO()
+    main(["diff", "t", "--repo", str(work), "--live-file", str(snap), "-o", "json"], now=NOW, stdout=out)
+    (drift,) = json.loads(out.getvalue())["drifts"]
+    assert (drift["path"], drift["direction"], drift["action"], drift["manager"]) == (
+        "spec.template.spec.containers[0].env[0].value", "cluster", "write", "kubectl-edit")
+    main(["sync", "t", "--repo", str(work), "--live-file", str(snap), "--mode", "commit", "--remote", str(bare),
+          "--clone-dir", str(tmp_path / "clone")], now=NOW, stdout=io.StringIO())
+    committed = git(bare, "show", "main:hosts/t/web.yaml") + "\n"
+    assert committed == text.replace("value: fast", "value: slow")
