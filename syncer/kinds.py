@@ -52,15 +52,11 @@ METADATA_MAPS: frozenset[tuple[str, str]] = frozenset({("metadata", "labels"), (
 
 @dataclass(frozen=True)
 class ListRule:
-    """How the items of one list are matched between git and live.
-
-    ``keys``: the fields naming an item, each with the default the server fills in when the
-    manifest omits it (``protocol: TCP``); an item is matched by all of them, never by its
-    position.  ``unordered``: the order of items carries no meaning (a set).
-    """
+    """How the items of one list are matched between git and live: by ``keys``, the fields
+    naming an item, each with the default the server fills in when the manifest omits it
+    (``protocol: TCP``), never by position.  No keys (``SET``): the items form a set."""
 
     keys: tuple[tuple[str, Any], ...]
-    unordered: bool = True
 
     def key_of(self, item: Any) -> tuple[Any, ...] | None:
         """The identity of ``item``; None when it lacks a key field without a default."""
@@ -117,7 +113,7 @@ _ITEM_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
     "EndpointSlice": (("endpoints",), ("endpoints", "*", "addresses")),
 }
 
-SET = ListRule((), unordered=True)
+SET = ListRule(())
 
 
 def _generic(path: Path) -> tuple[str, ...]:

@@ -169,6 +169,15 @@ class _Resolver(VersionedResolver):
         return table
 
 
+class _GoResolver(_Resolver):
+    """Always YAML 1.1 (``0755``, ``yes``), in every document of a file: ruamel's pure parser
+    otherwise falls back to 1.2 after the first document."""
+
+    @property
+    def processing_version(self) -> Any:
+        return (1, 1)
+
+
 class _GoYamlConstructor(SafeConstructor):
     """YAML 1.1 as Go's decoder (kubectl, helm, Argo CD) reads it: ``0755`` is 493 and
     ``yes``/``no``/``on``/``off``/``y``/``n`` are booleans -- but ``12:30`` stays a string (Go
@@ -193,11 +202,10 @@ _GoYamlConstructor.add_constructor("tag:yaml.org,2002:int", _GoYamlConstructor.c
 _GoYamlConstructor.add_constructor("tag:yaml.org,2002:float", _GoYamlConstructor.construct_yaml_float)
 
 
-def _loader(pure: bool) -> YAML:
+def yaml_loader(pure: bool) -> YAML:
     """A safe loader reading YAML as the forward tools do (see ``_GoYamlConstructor``)."""
     yaml = YAML(typ="safe", pure=pure)
-    if not pure:
-        yaml.Resolver = _Resolver
+    yaml.Resolver = _GoResolver
     yaml.version = (1, 1)
     yaml.Constructor = _GoYamlConstructor
     return yaml
@@ -211,11 +219,11 @@ def parse_documents(text: str, display: str) -> list[Any]:
         raise ConfigError(f"{display}:{too_deep}: YAML nested deeper than {MAX_FLOW_DEPTH} levels; not read")
     if C_PARSER:
         try:
-            return list(_loader(pure=False).load_all(text))
+            return list(yaml_loader(pure=False).load_all(text))
         except (YAMLError, RecursionError):
             pass  # the pure parser below says where and what, in the words our errors always used
     try:
-        return list(_loader(pure=True).load_all(text))
+        return list(yaml_loader(pure=True).load_all(text))
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""

@@ -394,3 +394,8 @@ def test_direction_follows_items_by_key_when_the_live_list_is_in_another_order(t
           "--clone-dir", str(tmp_path / "clone")], now=NOW, stdout=io.StringIO())
     committed = git(bare, "show", "main:hosts/t/web.yaml") + "\n"
     assert committed == text.replace("value: fast", "value: slow")
+
+
+def test_every_document_of_a_file_is_read_as_yaml_11() -> None:
+    docs = parse_documents("kind: A\n---\nkind: B\nmode: 0755\non: yes\nat: 12:30\n", "multi.yaml")
+    assert docs[1] == {"kind": "B", "mode": 493, True: True, "at": "12:30"}

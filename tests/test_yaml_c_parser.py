@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from ruamel.yaml import YAML
 
 from syncer import manifests
 from syncer.errors import ConfigError
@@ -25,7 +24,7 @@ def test_c_parser_reads_the_same_data_as_the_pure_one() -> None:
     for path in FILES:
         text = path.read_text(encoding="utf-8")
         try:
-            pure = list(YAML(typ="safe", pure=True).load_all(text))
+            pure = list(manifests.yaml_loader(pure=True).load_all(text))  # YAML 1.1, as kubectl reads
         except Exception:  # noqa: BLE001 - a file the pure parser refuses: ours must refuse it too
             with pytest.raises(ConfigError):
                 manifests.parse_documents(text, str(path))
