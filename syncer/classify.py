@@ -1,7 +1,7 @@
 """Decide, for each difference, who moved, who did it, and what syncer may do. Pure.
 
-* direction   from a base (last-applied annotation, else syncer's record of the last
-              agreed state): the side that still equals the base did not move.
+* direction   against one snapshot base (a state where git and the cluster agreed): the
+              side that still equals it did not move. ``syncer.bases`` combines every base.
 * provenance  from ``metadata.managedFields``: the manager owning the field, and when.
 * Endpoints   and EndpointSlices bound to a candidate list: see ``syncer.endpoints``.
 * action      from the kind's track mode, the class and the direction.
@@ -9,10 +9,10 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from typing import Any
 
+from syncer import ownership
 from syncer.config import NEVER_WRITTEN
 from syncer.model import Action, Direction, DriftClass, Path, Track
 from syncer.normalize import MISSING, get_path
@@ -48,21 +48,6 @@ def direction(path: Path, git: Any, live: Any, base: dict[str, Any] | None) -> D
     return Direction.CONFLICT
 
 
-def direction_from(path: Path, git: Any, live: Any, bases: list[dict[str, Any]]) -> Direction:
-    """Direction against several candidate bases (last-applied, syncer's record).
-
-    A stale base shows up as "both moved": when one base gives a definite answer and the
-    other says conflict, the definite answer wins; contradicting answers are a conflict.
-    """
-    if not bases:
-        return Direction.UNKNOWN
-    found = {direction(path, git, live, b) for b in bases}
-    definite = found - {Direction.CONFLICT, Direction.UNKNOWN}
-    if len(definite) == 1:
-        return definite.pop()
-    return Direction.CONFLICT
-
-
 def combine(directions: list[Direction]) -> Direction:
     """One direction for several fields of one drift."""
     kinds = set(directions)
@@ -73,51 +58,12 @@ def combine(directions: list[Direction]) -> Direction:
     return Direction.CONFLICT
 
 
-def _owns(node: Any, live: Any, path: Path) -> bool:
-    """Does a fieldsV1 ``node`` (rooted where ``live`` is) cover ``path``?"""
-    for part in path:
-        if not isinstance(node, dict):
-            return False
-        if not [k for k in node if k != "."]:
-            return True  # owns this whole (atomic) value
-        if isinstance(part, str):
-            node = node.get(f"f:{part}")
-            live = live.get(part) if isinstance(live, dict) else None
-            continue
-        item = live[part] if isinstance(live, list) and part < len(live) else None
-        found = None
-        for key, child in node.items():
-            if key.startswith("k:") and isinstance(item, dict):
-                try:
-                    keys = json.loads(key[2:])
-                except ValueError:
-                    continue
-                if all(item.get(k) == v for k, v in keys.items()):
-                    found = child
-            elif key.startswith("v:"):
-                try:
-                    if json.loads(key[2:]) == item:
-                        found = child
-                except ValueError:
-                    continue
-            elif key == f"i:{part}":
-                found = child
-        node, live = found, item
-    return node is not None
-
-
 def provenance(live: dict[str, Any], path: Path) -> tuple[str | None, str | None]:
     """(manager, time) of the newest managedFields entry that owns ``path``."""
-    best: tuple[str, str] | None = None
-    for entry in (live.get("metadata") or {}).get("managedFields") or []:
-        if not isinstance(entry, dict) or not _owns(entry.get("fieldsV1") or {}, live, path):
-            continue
-        when = str(entry.get("time") or "")
-        if best is None or when >= best[1]:
-            best = (str(entry.get("manager") or "?"), when)
-    if best is None:
+    who = ownership.owner(live, path)
+    if who is None:
         return None, None
-    return best[0], best[1] or None
+    return who.manager, who.time
 
 
 def parse_time(text: str | None) -> datetime | None:

@@ -30,6 +30,7 @@ from ruamel.yaml.error import YAMLError
 from syncer.errors import ConfigError
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
+from syncer.ownership import DEFAULT_APPLIERS
 
 #: The config's name inside ``hosts/<installation>/``: an extension no applier reads.
 CONFIG_NAME = "syncer.conf"
@@ -37,7 +38,7 @@ CONFIG_NAME = "syncer.conf"
 LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-_TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys"}
+_TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers"}
 _CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
 _IGNORE_KEYS = {"kind", "name", "namespace", "pointers"}
 
@@ -89,6 +90,9 @@ class Config:
     ignore: tuple[IgnoreRule, ...] = ()
     secret_keys: tuple[str, ...] = ()  # extra key-name patterns redacted in PR text
     source: str = ""
+    #: managedFields managers that write what git declares (besides any ``Apply`` operation):
+    #: a field they own holds what was applied, so a difference there is git's pending change.
+    appliers: tuple[str, ...] = DEFAULT_APPLIERS
 
     def track_for(self, kind: str) -> Track:
         if kind in NEVER_WRITTEN:
@@ -187,7 +191,15 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
         ignore.append(IgnoreRule(str(item["kind"]), item.get("name"), item.get("namespace"), tuple(pointers)))
 
     secret_keys = tuple(str(s) for s in _expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list"))
-    return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source)
+    appliers = DEFAULT_APPLIERS
+    if "appliers" in raw:
+        items = _expect(raw["appliers"], list, f"{source}: appliers", "a list of field manager names")
+        for i, name in enumerate(items):
+            if not isinstance(name, str) or not name.strip():
+                raise ConfigError(f"{source}: appliers[{i}]: expected a field manager name, got {name!r}")
+        appliers = tuple(items)
+    return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source,
+                  appliers)
 
 
 _warned: set[str] = set()

@@ -11,16 +11,17 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from syncer import classify, endpoints
+from syncer import bases, classify, endpoints, ownership
 from syncer.config import Config
 from syncer.diff import FieldDiff, align, compare
 from syncer.errors import ClusterError, ConfigError
+from syncer.history import GitHistory, GitSays, judge
 from syncer.kube import ClusterUnreachable
 from syncer.manifests import GitObject, Manifests
 from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
-from syncer.normalize import get_path, last_applied, normalize, MISSING
+from syncer.normalize import get_path, normalize, MISSING
 from syncer.values import describe_change
 
 
@@ -38,21 +39,49 @@ class BaseStore(Protocol):
         ...
 
 
-def _direction(fd: FieldDiff, bases: list[dict[str, Any]], proposed: Mapping[Path, Sequence[Any]]) -> Direction:
-    """Who moved at ``fd.path``. Git holding exactly a value syncer proposed there (the
-    cluster's value at the time) means git took that value from the cluster: the cluster
-    moved since, even when no pass saw the two agree (its PR merged, then the field edited
-    live again before the next pass), and even while a git-side change of another field
-    of the object keeps the record of the whole object from moving on."""
-    if fd.git is not None and any(v == fd.git and type(v) is type(fd.git) for v in proposed.get(fd.path, ())):
-        return Direction.CLUSTER
-    return classify.direction_from(fd.path, fd.git, fd.live, bases)
+def _evidence(obj: GitObject, live: dict[str, Any], config: Config, store: BaseStore | None,
+              history: GitHistory | None, memo: bool) -> tuple[bases.Evidence, str]:
+    """Every base known for one object, and a note when the last-applied annotation is set aside.
+
+    Git holding exactly a value syncer proposed there (the cluster's value at the time) means
+    git took that value from the cluster: the cluster moved since, even when no pass saw the
+    two agree, and even while a git-side change of another field of the object keeps the
+    record of the whole object from moving on."""
+    appliers = frozenset(config.appliers)
+    snapshots: list[tuple[str, dict[str, Any]]] = []
+    applied, note = (_LAST_APPLIED.get((live,), appliers, lambda: ownership.trusted_last_applied(live, appliers))
+                     if memo else ownership.trusted_last_applied(live, appliers))
+    if applied is not None:
+        snapshots.append((bases.LAST_APPLIED, applied))
+    record = store.base(obj.ref) if store is not None else None
+    if record is not None:
+        snapshots.append((bases.RECORD, record))
+    if obj.ref.kind == endpoints.SLICE:  # a slice applied as v1beta1 remembers it in that shape
+        snapshots = [(name, endpoints.as_v1(b)) for name, b in snapshots]
+    proposed = store.proposed(obj.ref) if store is not None else {}
+
+    def owner(live_path: Path) -> tuple[Direction, ownership.Owner] | None:
+        return ownership.direction_by_owner(live, live_path, appliers)
+
+    def git_history(path: Path) -> tuple[GitSays, str] | None:
+        if history is None:
+            return None
+        when = ownership.last_apply_time(live, appliers)
+        if when is None:
+            who = ownership.owner(live, path, appliers)
+            when = who.time if who is not None else None
+        applied_at = classify.parse_time(when)
+        if applied_at is None:
+            return None
+        return judge(history.last_change(obj.file, obj.doc, obj.prefix + path), applied_at)
+
+    return bases.Evidence(snapshots, proposed, owner, git_history), note
 
 
 #: Field differences and last-applied bases, remembered while the git and live objects stay the
 #: same objects (the sidecar's parse and watch caches): a pass re-compares only what changed.
 _COMPARED: IdentityMemo[list[FieldDiff]] = IdentityMemo()
-_LAST_APPLIED: IdentityMemo[dict[str, Any] | None] = IdentityMemo()
+_LAST_APPLIED: IdentityMemo[tuple[dict[str, Any] | None, str]] = IdentityMemo()
 
 
 def _other_versions(source: LiveSource, ref: ObjectRef) -> list[str]:
@@ -165,11 +194,11 @@ def _object_drifts(
     obj: GitObject,
     live: dict[str, Any],
     config: Config,
-    bases: list[dict[str, Any]],
+    evidence: bases.Evidence,
     now: datetime,
     binding: endpoints.Binding | None,
     observed_since: datetime | None,
-    proposed: Mapping[Path, Sequence[Any]] | None = None,
+    note: str = "",
     memo: bool = False,
 ) -> list[Drift]:
     ref = obj.ref
@@ -185,23 +214,25 @@ def _object_drifts(
     if not diffs:
         return []
     live_n = normalize(live)
-    bases = [align(ref.kind, b, git, live_n) for b in bases]  # in git's list layout, as the diffs' paths
+    # snapshots in git's list layout, as the diffs' paths
+    evidence = replace(evidence, snapshots=[(n, align(ref.kind, b, git, live_n)) for n, b in evidence.snapshots])
     track = config.track_for(ref.kind)
     secret = ref.kind == "Secret"
-    proposed = proposed or {}
     out = []
     if binding is not None:
         # Where the Service points: one drift, classified against its candidates. Port and
         # other changes of the object are drifts of their own, below.
         moved, diffs = endpoints.split(ref.kind, git, diffs)
         if moved:
-            dirn = classify.combine([_direction(fd, bases, proposed) for fd in moved])
-            out.append(endpoints.address_drift(ref, obj.file, obj.data, live, moved, binding, dirn, track, now,
-                                               config.stable_for, observed_since))
+            verdict = bases.combine([bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live) for fd in moved])
+            drift = endpoints.address_drift(ref, obj.file, obj.data, live, moved, binding, verdict.direction, track,
+                                            now, config.stable_for, observed_since)
+            out.append(replace(drift, base=verdict.base, base_why=verdict.why, base_note=note))
             if obj.templated and out[-1].action is not Action.REPORT:
                 out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
     for fd in diffs:
-        dirn = _direction(fd, bases, proposed)
+        verdict = bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live)
+        dirn = verdict.direction
         manager, when = classify.provenance(live, fd.where_live)
         changed = classify.parse_time(when) or observed_since
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
@@ -215,7 +246,7 @@ def _object_drifts(
         detail = "secret value differs" if secret else describe_change(git_v, live_v)
         edit = None if secret else _edit_for(fd)
         out.append(Drift(ref, obj.file, fd.path, git_v, live_v, dirn, fd.cls, action, manager, when, detail,
-                         reason, (edit,) if edit else ()))
+                         reason, (edit,) if edit else (), base=verdict.base, base_why=verdict.why, base_note=note))
     return out
 
 
@@ -238,6 +269,7 @@ def detect(
     *,
     store: BaseStore | None = None,
     observed_since: Mapping[ObjectRef, datetime] | None = None,
+    history: GitHistory | None = None,
 ) -> Result:
     """Compare every tracked object; per-object problems become ``errors``, not exceptions.
 
@@ -272,19 +304,14 @@ def detect(
                                     else "absent live; syncer never deletes from git"))
                 checked.append(ref)
                 continue
-            # Bases: the last-applied annotation and syncer's own record of the last agreement.
-            applied = _LAST_APPLIED.get((live,), None, lambda: last_applied(live)) if memo else last_applied(live)
-            bases = [b for b in (applied, store.base(ref) if store is not None else None) if b is not None]
-            if ref.kind == endpoints.SLICE:  # a slice applied as v1beta1 remembers it in that shape
-                bases = [endpoints.as_v1(b) for b in bases]
             if ref in family.shadowed:
                 checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
                 continue
             binding = family.binding(obj, live, config, source, manifests, cache) \
                 if endpoints.is_family(ref.kind) else None
             since = observed_since.get(ref) if observed_since else None
-            proposed = store.proposed(ref) if store is not None else None
-            drifts.extend(_object_drifts(obj, live, config, bases, now, binding, since, proposed, memo))
+            evidence, note = _evidence(obj, live, config, store, history, memo)
+            drifts.extend(_object_drifts(obj, live, config, evidence, now, binding, since, note, memo))
             checked.append(ref)
         except ClusterUnreachable:
             raise  # nothing can be compared

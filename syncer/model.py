@@ -102,6 +102,9 @@ class Drift:
     reason: str = ""  # why this action (e.g. "held 3m of 10m", "Secret: never written")
     edits: tuple[Edit, ...] = ()  # what write-back changes in the file for this drift
     service: str = ""  # Endpoints family: the Service whose address set was judged (see syncer.endpoints)
+    base: str = ""  # the base that decided the direction (syncer.bases: last-applied, ownership, ...)
+    base_why: str = ""  # what that base showed, in one line
+    base_note: str = ""  # a base that was set aside, and why (a tainted last-applied annotation)
 
     @property
     def path_text(self) -> str:
@@ -122,6 +125,9 @@ class Drift:
             "manager": self.manager,
             "changed_at": self.changed_at,
             "action": self.action.value,
+            "base": self.base or None,
+            "base_why": self.base_why or None,
+            **({"base_note": self.base_note} if self.base_note else {}),
             "detail": self.detail,
             "reason": self.reason,
             **({"service": self.service} if self.service else {}),

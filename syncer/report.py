@@ -46,9 +46,9 @@ def drift_hash(drifts: Sequence[Drift]) -> str:
 def pr_fingerprint(result: Result, written: Sequence[Drift], title: str, labels: Sequence[str]) -> str:
     """The substance of a PR: which values it writes and which warnings stand, without times."""
     h = hashlib.sha256()
-    rows = [[str(d.ref), d.file, d.path_text, d.git, d.live, d.cls.value, d.direction.value, d.manager]
-            for d in written]
-    rows += [[str(d.ref), d.path_text, d.cls.value, d.direction.value, d.detail] for d in result.drifts
+    rows = [[str(d.ref), d.file, d.path_text, d.git, d.live, d.cls.value, d.direction.value, d.manager, d.base,
+             d.base_note] for d in written]
+    rows += [[str(d.ref), d.path_text, d.cls.value, d.direction.value, d.detail, d.base] for d in result.drifts
              if d not in written and d.cls is not DriftClass.CLEARED and d.action is not Action.WAIT]
     rows.sort(key=lambda row: json.dumps(row, default=str))
     h.update(json.dumps([title, sorted(labels), rows], sort_keys=True, default=str).encode())
@@ -82,6 +82,10 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         when = f" at {d.changed_at}" if d.changed_at else ""
         out.append(_paint(
             f"      {d.cls.value}, {d.direction.value} moved{who}{when} -> {d.action.value}: {d.reason}", tone, color))
+        if d.base:
+            out.append(_paint(f"      base: {d.base}" + (f" ({d.base_why})" if d.base_why else ""), "dim", color))
+        if d.base_note:
+            out.append(_paint(f"      note: {d.base_note}", "yellow", color))
     for err in result.errors:
         out.append(_paint(f"error: {err.message}", "red", color))
     if file_diffs:
@@ -161,8 +165,8 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         f"The live cluster and git disagree for installation **{result.installation}**. "
         f"This pull request copies {len(written)} live value(s) back into git.",
         "",
-        "| object | file | field | git | live | class | direction | changed by | changed at |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| object | file | field | git | live | class | direction | base | changed by | changed at |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in written:
         pairs = _line_pairs(d, patterns)
@@ -176,11 +180,14 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         lines.append("| " + " | ".join(_cell(x) for x in (
             f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}", d.file, d.path_text,
             git_cell, live_cell, d.cls.value, d.direction.value,
-            d.manager or "?", d.changed_at or "?")) + " |")
+            d.base or "?", d.manager or "?", d.changed_at or "?")) + " |")
+    notes = sorted({f"{d.ref}: {d.base_note}" for d in result.drifts if d.base_note})
+    if notes:
+        lines += ["", *(f"- ⚠️ {_cell(n)}" for n in notes)]
     unknown = [d for d in written if d.direction is Direction.UNKNOWN]
     if unknown:
-        lines += ["", f"{len(unknown)} of these have no known base (no last-applied annotation and no record of the "
-                      "last agreed state): check that the live value, not git's, is the one to keep."]
+        lines += ["", f"{len(unknown)} of these have no known base (no trusted last-applied annotation, no record of "
+                      "the last agreed state, no field owner in managedFields): check that the live value, not git's, is the one to keep."]
     # Transient states stay out of the PR: a cleared Endpoints (an outage, reported by logs,
     # metrics and webhooks) and values still waiting to be stable would rewrite the PR at
     # every flap.
@@ -192,6 +199,6 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
             mark = "⚠️ " if d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED) else ""
             lines.append(f"- {mark}**{d.cls.value}** {d.ref} `{d.path_text or '(object)'}`: "
                          f"{_cell(d.detail) if not is_secret_key(d.path_text, patterns) else REDACTED} "
-                         f"({d.action.value}: {d.reason})")
+                         f"({d.action.value}: {d.reason}" + (f"; base: {d.base}" if d.base else "") + ")")
     lines += ["", "Reproduce locally:", "", "```", reproduce, "```", ""]
     return "\n".join(lines)

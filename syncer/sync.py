@@ -20,6 +20,7 @@ from syncer.config import Config, load_config
 from syncer.engine import BaseStore, detect
 from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
+from syncer.history import GitHistory
 from syncer.live import LiveSource
 from syncer.manifests import Manifests, host_dir, load_manifests
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result
@@ -90,7 +91,8 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
             mode: Mode, config: ConfigArg = None,
             observed_since: SinceArg = None) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
     loaded = load_installation(repo, installation, config)
-    result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since)
+    result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
+                    history=GitHistory(repo, installation))
     result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded)
     return loaded, result, drifts, changes
 

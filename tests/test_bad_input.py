@@ -40,7 +40,7 @@ def test_unknown_key_in_syncer_yaml(tmp_path: Path) -> None:
     cfg.write_text(cfg.read_text().replace("stableFor:", "stablefor:"))
     code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
     assert (code, out) == (2, "")
-    assert err == ("syncer: error: hosts/asgard/syncer.conf: unknown key 'stablefor' (allowed: candidates, "
+    assert err == ("syncer: error: hosts/asgard/syncer.conf: unknown key 'stablefor' (allowed: appliers, candidates, "
                    "ignore, installation, namespace, secretKeys, stableFor, track)\n")
 
 

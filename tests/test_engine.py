@@ -139,11 +139,23 @@ def test_object_absent_live_is_removed_not_error(live: SnapshotSource) -> None:
 
 
 def test_no_base_means_unknown_direction(live: SnapshotSource) -> None:
+    # No last-applied, no record, and no managedFields (a stripped export): nothing says who moved.
     cm = _mutate(live, "ConfigMap", "ollama-endpoint-manager")
     del cm["metadata"]["annotations"]
+    del cm["metadata"]["managedFields"]
     d = _by(_detect(live), "ConfigMap", "data.MAC_ADDRS")
     assert d.direction is Direction.UNKNOWN and d.action is Action.WRITE
     assert "never committed directly" in d.reason
+    assert d.base == "none"
+
+
+def test_without_last_applied_the_field_owner_decides(live: SnapshotSource) -> None:
+    # Server-side apply, Helm, Argo CD leave no annotation: managedFields still say kubectl-edit wrote it.
+    cm = _mutate(live, "ConfigMap", "ollama-endpoint-manager")
+    del cm["metadata"]["annotations"]
+    d = _by(_detect(live), "ConfigMap", "data.MAC_ADDRS")
+    assert (d.direction, d.action, d.base, d.manager) == (Direction.CLUSTER, Action.WRITE, "ownership", "kubectl-edit")
+    assert "kubectl-edit" in d.base_why and "not an applier" in d.base_why
 
 
 def test_server_defaults_and_ignore_rules_do_not_count(live: SnapshotSource) -> None:

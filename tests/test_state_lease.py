@@ -88,7 +88,9 @@ def test_secrets_are_never_recorded_and_undeclared_objects_dropped(fake: FakeKub
 @pytest.mark.parametrize("with_state", [True, False])
 def test_the_record_gives_a_direction_across_restarts(agreed: Path, fake: FakeKubeAPI, tmp_path: Path,
                                                       with_state: bool) -> None:
-    seed(fake, agreed, applied=False)  # created, not applied: no last-applied annotation to go by
+    # Created (not applied: no last-applied annotation to go by) after git's commit, as in life:
+    # git's history must not mistake the commit for a change made since.
+    seed(fake, agreed, applied=False, at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     clock = FakeClock(datetime(2026, 8, 21, 7, 0, tzinfo=timezone.utc))
     kw: dict[str, Any] = dict(mode=Mode.COMMIT, clock=clock, state_configmap="syncer-state" if with_state else None)
     first = sidecar(fake, agreed, tmp_path, "first", **kw)
@@ -103,13 +105,10 @@ def test_the_record_gives_a_direction_across_restarts(agreed: Path, fake: FakeKu
     second.stop()
     assert report is not None and report.outcome is not None
     [drift] = report.outcome.result.drifts
-    if with_state:
-        assert drift.direction.value == "cluster" and report.outcome.commit is not None
-        assert len(origin_commits(agreed)) == 3
-    else:
-        assert drift.direction.value == "unknown" and report.outcome.commit is None
-        assert any("never committed directly" in m for m in report.outcome.messages)
-        assert len(origin_commits(agreed)) == 2
+    # With the record, it decides (an equal value is direct evidence). Without it, managedFields
+    # still say kubectl-edit (not an applier) moved the field (issue #11): also a cluster move.
+    assert (drift.direction.value, drift.base) == ("cluster", "record" if with_state else "ownership"), drift.base_why
+    assert report.outcome.commit is not None and len(origin_commits(agreed)) == 3
 
 
 # -- lease -----------------------------------------------------------------------------

@@ -1,0 +1,151 @@
+"""Git's own history as a base: when did git last change the lines of a drifted value?
+
+``git blame`` of the value's lines (the working tree included, so an uncommitted edit counts
+as a change made now) gives the newest commit that touched them. Compared with when the
+cluster last applied the object (managedFields), it tells whether git moved since:
+
+* changed after the last apply (or after the field's live write, when no applier ever wrote
+  the object): git moved -- its change is pending apply;
+* last changed by syncer's own write-back commit: git holds a value it copied from the
+  cluster, so git did not move since and a different live value means the cluster did;
+* otherwise: no answer.
+
+Failures (not a git repository, a file git does not track, a shallow boundary, a timeout)
+mean "no answer", never an error: the other bases still decide.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path as FsPath
+
+from ruamel.yaml.error import YAMLError
+
+from syncer import yamlnodes as yn
+from syncer import yamlscalar as ys
+from syncer.model import Path
+
+#: ``git blame`` of a few lines takes milliseconds; a repository on a hung network
+#: filesystem must not hang detection.
+BLAME_TIMEOUT_S = 10.0
+_HEADER = re.compile(r"^([0-9a-f]{40}) \d+ \d+(?: \d+)?$")
+_NOT_COMMITTED = "0" * 40
+
+
+class GitSays(str, enum.Enum):
+    MOVED = "moved"  # git changed these lines after the cluster last applied them
+    COPIED = "copied"  # the lines were last written by syncer, copying the cluster
+
+
+@dataclass(frozen=True)
+class LineChange:
+    """The newest change to a value's lines."""
+
+    commit: str  # 40 hex; all zeros for an uncommitted edit
+    time: datetime
+    by_syncer: bool
+
+
+def _span(text: str, doc: int, path: Path) -> tuple[int, int] | None:
+    """1-based first and last line of the value at ``path`` of document ``doc`` (with its key)."""
+    try:
+        docs = yn.load(text)
+    except (YAMLError, ValueError, RecursionError):
+        return None
+    if not 0 <= doc < len(docs):
+        return None
+    base = sum(len(d.text) for d in docs[:doc])
+    node, start = docs[doc].root, docs[doc].root.start
+    for part in path:
+        if node.kind == "map":
+            hit = next(((k, v) for k, v in node.items if ys.same(yn.key(k), part)), None)
+            if hit is None:
+                return None
+            start, node = hit[0].start, hit[1]
+        elif node.kind == "seq" and type(part) is int and 0 <= part < len(node.items):
+            node = node.items[part]
+            start = node.start
+        else:
+            return None
+    end = max(node.end - 1, start)
+    first = text.count("\n", 0, base + start) + 1
+    last = text.count("\n", 0, base + end) + 1
+    return first, last
+
+
+class GitHistory:
+    """Blame lookups in one repository checkout, cached per file and line range."""
+
+    def __init__(self, repo: FsPath, installation: str) -> None:
+        self.repo = repo
+        self.syncer_subject = f"syncer({installation}): copy "
+        self._texts: dict[str, str | None] = {}
+        self._blame: dict[tuple[str, int, int], LineChange | None] = {}
+
+    def _text(self, file: str) -> str | None:
+        if file not in self._texts:
+            try:
+                self._texts[file] = (self.repo / file).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                self._texts[file] = None
+        return self._texts[file]
+
+    def last_change(self, file: str, doc: int, path: Path) -> LineChange | None:
+        """The newest change to the lines holding ``path`` (None: unknown)."""
+        text = self._text(file)
+        span = _span(text, doc, path) if text is not None else None
+        if span is None:
+            return None
+        key = (file, *span)
+        if key not in self._blame:
+            self._blame[key] = self._run_blame(file, *span)
+        return self._blame[key]
+
+    def _run_blame(self, file: str, first: int, last: int) -> LineChange | None:
+        try:
+            proc = subprocess.run(
+                ["git", "blame", "--root", "--porcelain", "-L", f"{first},{last}", "--", file], cwd=self.repo,
+                capture_output=True, text=True, timeout=BLAME_TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if proc.returncode != 0:
+            return None
+        commits: dict[str, dict[str, str]] = {}
+        current: dict[str, str] | None = None
+        for line in proc.stdout.splitlines():
+            m = _HEADER.match(line)
+            if m:
+                current = commits.setdefault(m.group(1), {})
+            elif current is not None and not line.startswith("\t"):
+                name, _, value = line.partition(" ")
+                current.setdefault(name, value)
+        newest: LineChange | None = None
+        for sha, info in commits.items():
+            if sha == _NOT_COMMITTED:
+                return LineChange(sha, datetime.now(timezone.utc), False)
+            if "boundary" in info or "committer-time" not in info:
+                return None  # a shallow clone's edge: the real change is older and unknown
+            when = datetime.fromtimestamp(int(info["committer-time"]), timezone.utc)
+            by_syncer = info.get("summary", "").startswith(self.syncer_subject)
+            if newest is None or when > newest.time or (when == newest.time and newest.by_syncer and not by_syncer):
+                newest = LineChange(sha, when, by_syncer)
+        return newest
+
+
+def judge(change: LineChange | None, applied_at: datetime | None) -> tuple[GitSays, str] | None:
+    """What the newest change to a value's lines says about git, against when the cluster last
+    applied the object; with one line saying why."""
+    if change is None:
+        return None
+    what = "an uncommitted edit" if change.commit == _NOT_COMMITTED else f"commit {change.commit[:12]}"
+    when = change.time.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if change.by_syncer:
+        return GitSays.COPIED, f"git's lines were last written by syncer's copy from the cluster ({what} at {when})"
+    if applied_at is not None and change.time > applied_at:
+        return GitSays.MOVED, (f"git changed these lines in {what} at {when}, after the cluster last applied them "
+                               f"at {applied_at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+    return None

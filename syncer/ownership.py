@@ -1,0 +1,137 @@
+"""Who owns a field, from ``metadata.managedFields``: the ownership base, and whether the
+last-applied annotation can be trusted. Pure.
+
+The API server records, for every field, the manager whose write last changed it. An
+*applier* (operation ``Apply``, or a manager named in the ``appliers`` list: client-side
+``kubectl apply``, Helm, Argo CD, Flux, ...) writes what git declares, so a field it owns
+holds what was last applied: a difference there is git's pending change. Any other manager
+(``kubectl-edit``, ``kubectl-patch``, a reconciler) moved the cluster.
+
+The same rule decides whether the ``last-applied-configuration`` annotation is a base at
+all: anybody who can edit an object can edit that annotation (``kubectl edit`` rewrites it
+on every save), so it only counts while an applier owns it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from syncer.model import Direction, Path
+from syncer.normalize import LAST_APPLIED, last_applied
+
+#: Field managers that write what git declares. ``kubectl-client-side-apply`` is plain
+#: ``kubectl apply``; ``kubectl`` is ``kubectl apply --server-side`` (and every verb of
+#: kubectl < 1.19, which named no verb); the rest are Helm 3, Argo CD and Flux.
+DEFAULT_APPLIERS: tuple[str, ...] = (
+    "kubectl-client-side-apply",
+    "kubectl",
+    "helm",
+    "argocd-controller",
+    "argocd-application-controller",
+    "kustomize-controller",
+    "helm-controller",
+)
+
+ANNOTATION_PATH: Path = ("metadata", "annotations", LAST_APPLIED)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The managedFields entry that owns a field."""
+
+    manager: str
+    operation: str  # "Update" | "Apply"
+    time: str | None  # RFC 3339, seconds
+
+    def is_applier(self, appliers: Collection[str]) -> bool:
+        return self.operation == "Apply" or self.manager in appliers
+
+
+def _entries(live: dict[str, Any]) -> list[dict[str, Any]]:
+    managed = (live.get("metadata") or {}).get("managedFields")
+    return [e for e in managed if isinstance(e, dict)] if isinstance(managed, list) else []
+
+
+def owns(node: Any, live: Any, path: Path) -> bool:
+    """Does a fieldsV1 ``node`` (rooted where ``live`` is) cover ``path``?"""
+    for part in path:
+        if not isinstance(node, dict):
+            return False
+        if not [k for k in node if k != "."]:
+            # A leaf of the field set. Under it lies an atomic value (a list without keys, like
+            # Endpoints' subsets): owned whole. A map is never atomic here; the server leaves
+            # ``f:data: {}`` behind when other managers took every key: that owns no key.
+            return not isinstance(live, dict)
+        if isinstance(part, str):
+            node = node.get(f"f:{part}")
+            live = live.get(part) if isinstance(live, dict) else None
+            continue
+        item = live[part] if isinstance(live, list) and part < len(live) else None
+        found = None
+        for key, child in node.items():
+            if key.startswith("k:") and isinstance(item, dict):
+                try:
+                    keys = json.loads(key[2:])
+                except ValueError:
+                    continue
+                if isinstance(keys, dict) and all(item.get(k) == v for k, v in keys.items()):
+                    found = child
+            elif key.startswith("v:"):
+                try:
+                    if json.loads(key[2:]) == item:
+                        found = child
+                except ValueError:
+                    continue
+            elif key == f"i:{part}":
+                found = child
+        node, live = found, item
+    return node is not None
+
+
+def owner(live: dict[str, Any], path: Path) -> Owner | None:
+    """The newest managedFields entry owning ``path`` (None: no entry does, or none at all)."""
+    best: Owner | None = None
+    for entry in _entries(live):
+        if entry.get("subresource") == "status" or not owns(entry.get("fieldsV1") or {}, live, path):
+            continue
+        when = str(entry.get("time") or "") or None
+        if best is None or (when or "") >= (best.time or ""):
+            best = Owner(str(entry.get("manager") or "?"), str(entry.get("operation") or ""), when)
+    return best
+
+
+def last_apply_time(live: dict[str, Any], appliers: Collection[str]) -> str | None:
+    """When an applier last changed the object (the newest applier entry), if any did."""
+    times = [str(e.get("time")) for e in _entries(live)
+             if e.get("time") and (e.get("operation") == "Apply" or e.get("manager") in appliers)]
+    return max(times) if times else None
+
+
+def direction_by_owner(live: dict[str, Any], path: Path, appliers: Collection[str]) -> tuple[Direction, Owner] | None:
+    """GIT when an applier owns ``path`` (live is what was applied), CLUSTER when anything else
+    does; None when managedFields say nothing about it."""
+    who = owner(live, path)
+    if who is None:
+        return None
+    return (Direction.GIT if who.is_applier(appliers) else Direction.CLUSTER), who
+
+
+def trusted_last_applied(live: dict[str, Any], appliers: Collection[str]) -> tuple[dict[str, Any] | None, str]:
+    """The last-applied annotation as a base, or (None, why it is not one).
+
+    Without managedFields (an old snapshot, a stripped export) nothing says who wrote it,
+    and it is trusted as before; with them, it counts only while an applier owns it.
+    """
+    base = last_applied(live)
+    if base is None:
+        return None, ""
+    if not _entries(live):
+        return base, ""
+    who = owner(live, ANNOTATION_PATH)
+    if who is None or who.is_applier(appliers):
+        return base, ""
+    when = f" at {who.time}" if who.time else ""
+    return None, f"last-applied ignored: its annotation was last written by {who.manager}{when}, not by an applier"

@@ -1,0 +1,257 @@
+"""Who moved: every base (proposals, record, last-applied, ownership, git history) and how they
+combine. The managedFields shapes are the ones kubectl v1.32 leaves on a v1.20 API server
+(see tests/realapi/test_realapi_kubectl.py, which checks the same rules against the real ones)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from syncer import bases
+from syncer.config import parse_config
+from syncer.history import GitHistory, GitSays, LineChange, judge
+from syncer.model import Direction
+from syncer.normalize import LAST_APPLIED, normalize
+from syncer.ownership import DEFAULT_APPLIERS, direction_by_owner, owner, trusted_last_applied
+
+APPLIERS = frozenset(DEFAULT_APPLIERS)
+ANN = f"f:{LAST_APPLIED}"
+PATH = ("data", "MAC_ADDRS")
+OLD, NEW, EDITED = "192.168.68.58 100.115.97.90", "192.168.68.60 100.115.97.90", "192.168.68.75 100.115.97.90"
+
+
+def entry(manager: str, fields: dict[str, Any], time: str, operation: str = "Update") -> dict[str, Any]:
+    return {"manager": manager, "operation": operation, "apiVersion": "v1", "time": time, "fieldsType": "FieldsV1",
+            "fieldsV1": fields}
+
+
+def applied_fields(*keys: str) -> dict[str, Any]:
+    return {"f:data": {".": {}, **{f"f:{k}": {} for k in keys}},
+            "f:metadata": {"f:annotations": {".": {}, ANN: {}}}}
+
+
+def configmap(data: dict[str, str], annotation: dict[str, str] | None, managed: list[dict[str, Any]]) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "ollama-endpoint-manager", "namespace": "ai", "managedFields": managed}
+    if annotation is not None:
+        doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ollama-endpoint-manager",
+                                                                      "namespace": "ai", "annotations": {}},
+               "data": annotation}
+        meta["annotations"] = {LAST_APPLIED: json.dumps(doc)}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+def evidence(live: dict[str, Any], record: dict[str, Any] | None = None,
+             history: tuple[GitSays, str] | None = None, proposed: dict[Any, Any] | None = None) -> bases.Evidence:
+    snapshots: list[tuple[str, dict[str, Any]]] = []
+    applied, _ = trusted_last_applied(live, APPLIERS)
+    if applied is not None:
+        snapshots.append((bases.LAST_APPLIED, applied))
+    if record is not None:
+        snapshots.append((bases.RECORD, normalize(record)))
+    return bases.Evidence(snapshots, proposed or {}, lambda p: direction_by_owner(live, p, APPLIERS),
+                          lambda p: history)
+
+
+APPLY = entry("kubectl-client-side-apply", applied_fields("MAC_ADDRS", "PORT"), "2026-08-01T10:00:00Z")
+
+
+def edited(touch_annotation: bool) -> dict[str, Any]:
+    fields: dict[str, Any] = {"f:data": {"f:MAC_ADDRS": {}}}
+    if touch_annotation:
+        fields["f:metadata"] = {"f:annotations": {ANN: {}}}
+    return entry("kubectl-edit", fields, "2026-08-20T09:14:00Z")
+
+
+def test_kubectl_edit_that_rewrote_the_annotation_is_a_cluster_move() -> None:
+    # The seed's failure: the editor's search-and-replace also rewrote last-applied, which then
+    # "proves" the cluster is as applied. kubectl-edit owns the annotation now: no base.
+    apply = entry("kubectl-client-side-apply", applied_fields("PORT"), "2026-08-01T10:00:00Z")
+    live = configmap({"MAC_ADDRS": EDITED, "PORT": "11434"}, {"MAC_ADDRS": EDITED, "PORT": "11434"},
+                     [apply, edited(touch_annotation=True)])
+    base, note = trusted_last_applied(live, APPLIERS)
+    assert base is None
+    assert note == ("last-applied ignored: its annotation was last written by kubectl-edit at 2026-08-20T09:14:00Z, "
+                    "not by an applier")
+    v = bases.decide(PATH, OLD, EDITED, evidence(live))
+    assert (v.direction, v.base) == (Direction.CLUSTER, bases.OWNERSHIP)
+    assert "kubectl-edit" in v.why
+
+
+def test_kubectl_edit_leaving_the_annotation_alone_is_a_cluster_move_by_last_applied() -> None:
+    apply = entry("kubectl-client-side-apply", applied_fields("PORT"), "2026-08-01T10:00:00Z")
+    live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": OLD}, [apply, edited(touch_annotation=False)])
+    assert trusted_last_applied(live, APPLIERS)[1] == ""
+    v = bases.decide(PATH, OLD, EDITED, evidence(live))
+    assert (v.direction, v.base) == (Direction.CLUSTER, bases.LAST_APPLIED)
+
+
+def test_server_side_apply_without_annotation_or_record() -> None:
+    # kubectl apply --server-side: manager "kubectl", operation Apply; no annotation at all.
+    ssa = entry("kubectl", {"f:data": {"f:MAC_ADDRS": {}, "f:PORT": {}}}, "2026-08-01T10:00:00Z", "Apply")
+    patch = entry("kubectl-edit", {"f:data": {"f:MAC_ADDRS": {}}}, "2026-08-20T09:14:00Z")
+    live = configmap({"MAC_ADDRS": EDITED, "PORT": "11434"}, None,
+                     [{**ssa, "fieldsV1": {"f:data": {"f:PORT": {}}}}, patch])
+    edited_live = bases.decide(PATH, OLD, EDITED, evidence(live))
+    assert (edited_live.direction, edited_live.base) == (Direction.CLUSTER, bases.OWNERSHIP)
+    changed_in_git = bases.decide(("data", "PORT"), "11435", "11434", evidence(live))
+    assert (changed_in_git.direction, changed_in_git.base) == (Direction.GIT, bases.OWNERSHIP)
+    assert "kubectl (Apply" in changed_in_git.why and "an applier" in changed_in_git.why
+
+
+def test_a_manager_listed_in_appliers_counts_as_one() -> None:
+    flux = entry("my-cd-tool", {"f:data": {"f:MAC_ADDRS": {}}}, "2026-08-01T10:00:00Z")
+    live = configmap({"MAC_ADDRS": OLD}, None, [flux])
+    assert direction_by_owner(live, PATH, APPLIERS)[0] is Direction.CLUSTER  # type: ignore[index]
+    assert direction_by_owner(live, PATH, {"my-cd-tool"})[0] is Direction.GIT  # type: ignore[index]
+
+
+def test_newest_owner_wins_and_unowned_fields_say_nothing() -> None:
+    live = configmap({"MAC_ADDRS": EDITED}, None, [APPLY, edited(False)])
+    who = owner(live, PATH)
+    assert who is not None and (who.manager, who.time) == ("kubectl-edit", "2026-08-20T09:14:00Z")
+    assert owner(live, ("data", "NOT_THERE")) is None
+    assert owner({"metadata": {}}, PATH) is None
+    v = bases.decide(PATH, OLD, EDITED, evidence({"metadata": {}, "data": {"MAC_ADDRS": EDITED}}))
+    assert (v.direction, v.base) == (Direction.UNKNOWN, bases.NONE)
+
+
+def test_annotation_without_managed_fields_is_trusted_as_before() -> None:
+    live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": OLD}, [])
+    del live["metadata"]["managedFields"]
+    assert trusted_last_applied(live, APPLIERS)[0] is not None
+
+
+def test_live_edit_plus_rewritten_annotation_never_overwrites_a_pending_git_change() -> None:
+    # git: a reviewed change OLD -> NEW, not applied yet. Live: someone edits to EDITED and makes
+    # the annotation say NEW. The record of the last agreement (OLD) says both moved, and the
+    # field owner cannot say git did not: a conflict, reported, never written.
+    live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": NEW}, [APPLY, edited(touch_annotation=True)])
+    record = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ollama-endpoint-manager"},
+              "data": {"MAC_ADDRS": OLD}}
+    v = bases.decide(PATH, NEW, EDITED, evidence(live, record=record))
+    assert (v.direction, v.base) == (Direction.CONFLICT, bases.RECORD)
+    # Without any record (a one-shot diff), git's history shows the change came after the apply.
+    moved = (GitSays.MOVED, "git changed these lines after the last apply")
+    v = bases.decide(PATH, NEW, EDITED, evidence(live, history=moved))
+    assert (v.direction, v.base) == (Direction.CONFLICT, "ownership vs git-history")
+
+
+def test_a_trusted_annotation_saying_both_moved_is_not_overruled_by_ownership() -> None:
+    apply = entry("kubectl-client-side-apply", applied_fields("PORT"), "2026-08-01T10:00:00Z")
+    live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": OLD}, [apply, edited(False)])
+    v = bases.decide(PATH, NEW, EDITED, evidence(live))
+    assert (v.direction, v.base) == (Direction.CONFLICT, bases.LAST_APPLIED)
+
+
+def test_git_holding_syncers_own_copy_means_the_cluster_moved_again() -> None:
+    # syncer's PR (EDITED) merged without a re-apply; then a new live edit. last-applied (OLD)
+    # says both moved; the value's lines were last written by syncer's copy: git did not move.
+    apply = entry("kubectl-client-side-apply", applied_fields("PORT"), "2026-08-01T10:00:00Z")
+    again = "192.168.68.99 100.115.97.90"
+    live = configmap({"MAC_ADDRS": again}, {"MAC_ADDRS": OLD}, [apply, edited(False)])
+    copied = (GitSays.COPIED, "git's lines were last written by syncer's copy")
+    v = bases.decide(PATH, EDITED, again, evidence(live, history=copied))
+    assert (v.direction, v.base) == (Direction.CLUSTER, bases.GIT_HISTORY)
+
+
+def test_proposals_and_definite_snapshots_come_first() -> None:
+    live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": OLD}, [APPLY])
+    v = bases.decide(PATH, NEW, EDITED, evidence(live, proposed={PATH: [NEW]}))
+    assert (v.direction, v.base) == (Direction.CLUSTER, bases.PROPOSAL)
+    # Owned by an applier, but git still equals the record: the snapshot's equality wins.
+    record = {"data": {"MAC_ADDRS": OLD}}
+    v = bases.decide(PATH, OLD, EDITED, evidence(configmap({"MAC_ADDRS": EDITED}, None, [APPLY]), record=record))
+    assert (v.direction, v.base) == (Direction.CLUSTER, bases.RECORD)
+
+
+def test_contradicting_snapshots_and_endpoints_combination() -> None:
+    live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": OLD}, [])
+    v = bases.decide(PATH, OLD, EDITED, evidence(live, record={"data": {"MAC_ADDRS": EDITED}}))
+    assert (v.direction, v.base) == (Direction.CONFLICT, "last-applied vs record")
+    a = bases.Verdict(Direction.CLUSTER, bases.OWNERSHIP, "x")
+    b = bases.Verdict(Direction.GIT, bases.LAST_APPLIED, "y")
+    assert bases.combine([a, a]) == a
+    assert bases.combine([a, b]) == bases.Verdict(Direction.CONFLICT, "ownership vs last-applied", "x; y")
+
+
+def test_judge_compares_the_newest_line_change_with_the_last_apply() -> None:
+    applied = datetime(2026, 8, 1, 10, 0, tzinfo=timezone.utc)
+    before = LineChange("a" * 40, datetime(2026, 7, 1, tzinfo=timezone.utc), False)
+    after = LineChange("b" * 40, datetime(2026, 8, 2, tzinfo=timezone.utc), False)
+    assert judge(None, applied) is None
+    assert judge(before, applied) is None
+    said = judge(after, applied)
+    assert said is not None and said[0] is GitSays.MOVED and "bbbbbbbbbbbb" in said[1]
+    said = judge(LineChange("c" * 40, datetime(2026, 7, 1, tzinfo=timezone.utc), True), applied)
+    assert said is not None and said[0] is GitSays.COPIED
+
+
+def git(cwd: Path, *args: str, when: str = "2026-07-01T00:00:00Z") -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Ops", "GIT_AUTHOR_EMAIL": "ops@example.invalid", "GIT_COMMITTER_NAME": "Ops",
+           "GIT_COMMITTER_EMAIL": "ops@example.invalid", "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when,
+           "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+def test_git_history_blames_the_value_lines(tmp_path: Path) -> None:
+    host = tmp_path / "hosts" / "asgard"
+    host.mkdir(parents=True)
+    f = host / "cm.yaml"
+    f.write_text("# first\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\n"
+                 "kind: ConfigMap\nmetadata:\n  name: b\ndata:\n  A: one\n  B: |\n    two\n    three\n")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "manifests")
+    h = GitHistory(tmp_path, "asgard")
+    first = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "B"))
+    assert first is not None and not first.by_syncer
+    assert first.time == datetime(2026, 7, 1, tzinfo=timezone.utc)
+    f.write_text(f.read_text().replace("    three\n", "    four\n"))
+    git(tmp_path, "commit", "-qam", "syncer(asgard): copy 1 live value(s) back from the cluster",
+        when="2026-08-01T00:00:00Z")
+    h = GitHistory(tmp_path, "asgard")
+    change = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "B"))  # the block's last line changed
+    assert change is not None and change.by_syncer and change.commit != first.commit
+    a = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "A"))
+    assert a is not None and a.commit == first.commit and not a.by_syncer
+    f.write_text(f.read_text().replace("A: one", "A: uno"))  # uncommitted: a change made now
+    h = GitHistory(tmp_path, "asgard")
+    now = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "A"))
+    assert now is not None and now.commit == "0" * 40 and now.time > change.time
+    assert h.last_change("hosts/asgard/cm.yaml", 1, ("data", "C")) is None
+    assert GitHistory(tmp_path / "hosts", "asgard").last_change("nope.yaml", 0, ("data",)) is None
+
+
+def test_appliers_config_key() -> None:
+    cfg = parse_config("installation: asgard\nappliers: [kubectl-client-side-apply, my-cd]\n", "s.yaml", "asgard")
+    assert cfg.appliers == ("kubectl-client-side-apply", "my-cd")
+    assert parse_config("installation: asgard\n", "s.yaml", "asgard").appliers == DEFAULT_APPLIERS
+    from syncer.errors import ConfigError
+    with pytest.raises(ConfigError, match=r"^s.yaml: appliers\[1\]: expected a field manager name"):
+        parse_config("appliers: [kubectl, 3]\n", "s.yaml", "asgard")
+    with pytest.raises(ConfigError, match="unknown key 'applier'"):
+        parse_config("applier: [kubectl]\n", "s.yaml", "asgard")
+
+
+def test_a_map_left_empty_in_a_managers_set_owns_none_of_its_keys() -> None:
+    # After kubectl-patch took PORT, the real server leaves kubectl-client-side-apply with
+    # `f:data: {}` (and `f:annotations: {}` after kubectl-edit took the annotation).
+    apply = entry("kubectl-client-side-apply", {"f:data": {}, "f:metadata": {"f:annotations": {}}},
+                  "2026-08-30T10:00:00Z")
+    patch = entry("kubectl-patch", {"f:data": {"f:PORT": {}}}, "2026-08-20T10:00:00Z")
+    live = configmap({"MAC_ADDRS": OLD, "PORT": "1"}, {"MAC_ADDRS": OLD, "PORT": "11434"}, [apply, patch])
+    who = owner(live, ("data", "PORT"))
+    assert who is not None and who.manager == "kubectl-patch"  # though the apply entry is newer
+    assert owner(live, PATH) is None
+    assert trusted_last_applied(live, APPLIERS)[0] is not None  # nobody owns it: trusted as before
+    # An atomic list (Endpoints' subsets) is owned whole.
+    ep = {"metadata": {"managedFields": [entry("ollama-endpoint-manager", {"f:subsets": {}}, "2026-08-21T08:03:24Z")]},
+          "subsets": [{"addresses": [{"ip": "192.168.68.75"}]}]}
+    who = owner(ep, ("subsets", 0, "addresses", 0, "ip"))
+    assert who is not None and who.manager == "ollama-endpoint-manager"
