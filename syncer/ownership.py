@@ -91,15 +91,24 @@ def owns(node: Any, live: Any, path: Path) -> bool:
     return node is not None
 
 
-def owner(live: dict[str, Any], path: Path) -> Owner | None:
-    """The newest managedFields entry owning ``path`` (None: no entry does, or none at all)."""
+def owner(live: dict[str, Any], path: Path, appliers: Collection[str] = ()) -> Owner | None:
+    """The newest managedFields entry owning ``path`` (None: no entry does, or none at all).
+
+    Two entries can own the same field: managers that applied the same value, and (seen on
+    kube-apiserver v1.20) an applier that regains the last-applied annotation next to the
+    ``kubectl-edit`` that rewrote it when a third manager updates the object. The newest
+    wins; at the same second, a manager that is not an applier does.
+    """
     best: Owner | None = None
+    best_key: tuple[str, bool] = ("", False)
     for entry in _entries(live):
         if entry.get("subresource") == "status" or not owns(entry.get("fieldsV1") or {}, live, path):
             continue
-        when = str(entry.get("time") or "") or None
-        if best is None or (when or "") >= (best.time or ""):
-            best = Owner(str(entry.get("manager") or "?"), str(entry.get("operation") or ""), when)
+        who = Owner(str(entry.get("manager") or "?"), str(entry.get("operation") or ""),
+                    str(entry.get("time") or "") or None)
+        key = (who.time or "", not who.is_applier(appliers))
+        if best is None or key >= best_key:
+            best, best_key = who, key
     return best
 
 
@@ -113,7 +122,7 @@ def last_apply_time(live: dict[str, Any], appliers: Collection[str]) -> str | No
 def direction_by_owner(live: dict[str, Any], path: Path, appliers: Collection[str]) -> tuple[Direction, Owner] | None:
     """GIT when an applier owns ``path`` (live is what was applied), CLUSTER when anything else
     does; None when managedFields say nothing about it."""
-    who = owner(live, path)
+    who = owner(live, path, appliers)
     if who is None:
         return None
     return (Direction.GIT if who.is_applier(appliers) else Direction.CLUSTER), who
@@ -130,7 +139,7 @@ def trusted_last_applied(live: dict[str, Any], appliers: Collection[str]) -> tup
         return None, ""
     if not _entries(live):
         return base, ""
-    who = owner(live, ANNOTATION_PATH)
+    who = owner(live, ANNOTATION_PATH, appliers)
     if who is None or who.is_applier(appliers):
         return base, ""
     when = f" at {who.time}" if who.time else ""

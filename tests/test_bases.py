@@ -255,3 +255,13 @@ def test_a_map_left_empty_in_a_managers_set_owns_none_of_its_keys() -> None:
           "subsets": [{"addresses": [{"ip": "192.168.68.75"}]}]}
     who = owner(ep, ("subsets", 0, "addresses", 0, "ip"))
     assert who is not None and who.manager == "ollama-endpoint-manager"
+
+
+def test_an_annotation_owned_by_an_applier_and_an_editor_is_tainted() -> None:
+    # Seen on kube-apiserver v1.20: after kubectl-edit rewrote the annotation, a later update by
+    # a third manager gives kubectl-client-side-apply the annotation back, next to kubectl-edit.
+    for apply_time in ("2026-08-20T09:14:00Z", "2026-08-01T10:00:00Z"):  # the same second, or older
+        apply = entry("kubectl-client-side-apply", applied_fields("PORT"), apply_time)
+        live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": EDITED}, [edited(touch_annotation=True), apply])
+        base, note = trusted_last_applied(live, APPLIERS)
+        assert base is None and "kubectl-edit" in note

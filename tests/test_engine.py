@@ -185,3 +185,34 @@ def test_normalize_leaves_the_live_object_alone(live: SnapshotSource) -> None:
     out = normalize(obj)
     assert obj == before
     assert "managedFields" not in out["metadata"] and "annotations" not in out["metadata"]
+
+
+def test_the_deciding_base_and_a_set_aside_annotation_are_in_every_output(live: SnapshotSource) -> None:
+    from syncer.report import pr_body, render_json, render_text
+
+    # The editor's search-and-replace also rewrote the annotation, and kubectl-edit owns it now.
+    cm = _mutate(live, "ConfigMap", "ollama-endpoint-manager")
+    ann = "kubectl.kubernetes.io/last-applied-configuration"
+    cm["metadata"]["annotations"][ann] = cm["metadata"]["annotations"][ann].replace("192.168.68.58", "192.168.68.75")
+    for e in cm["metadata"]["managedFields"]:
+        if e["manager"] == "kubectl-edit":
+            e["fieldsV1"]["f:metadata"] = {"f:annotations": {f"f:{ann}": {}}}
+        elif e["manager"] == "kubectl-client-side-apply":
+            e["fieldsV1"]["f:metadata"] = {"f:annotations": {}}
+    result = _detect(live)
+    d = _by(result, "ConfigMap", "data.MAC_ADDRS")
+    assert (d.direction, d.action, d.base) == (Direction.CLUSTER, Action.WRITE, "ownership")
+    note = ("last-applied ignored: its annotation was last written by kubectl-edit at 2026-08-20T09:14:00Z, "
+            "not by an applier")
+    assert d.base_note == note
+    text = render_text(result)
+    assert "      base: ownership (the field is owned by kubectl-edit (Update at 2026-08-20T09:14:00Z), " \
+           "not an applier)" in text
+    assert f"      note: {note}" in text
+    [item] = [i for i in json.loads(render_json(result))["drifts"] if i["path"] == "data.MAC_ADDRS"]
+    assert (item["base"], item["base_note"]) == ("ownership", note)
+    assert {i["base"] for i in json.loads(render_json(result))["drifts"] if i["kind"] == "Endpoints"} == {"last-applied"}
+    body = pr_body(result, result.writable(), "syncer diff asgard")
+    assert "| direction | base | changed by |" in body
+    assert "| value | cluster | ownership | kubectl-edit |" in body
+    assert f"- ⚠️ ConfigMap/ai/ollama-endpoint-manager: {note}" in body

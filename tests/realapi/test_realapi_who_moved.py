@@ -30,6 +30,7 @@ pytestmark = pytest.mark.realapi
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_TIMEOUT_S = 120
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -330,3 +331,79 @@ def test_helm_is_an_applier(kube: Kube, tmp_path: Path) -> None:
     # helm upgrade with git's values: helm's three-way merge also puts PORT back; in sync.
     kube.helm("upgrade", "tiny", str(chart), "--set", "mode=slow")
     assert diff(work, kube.kubeconfig) == []
+
+
+# -- the fake API server records managedFields as the real one does -----------------------
+
+def _kubectl_like_writes(request: Any, apply: Any, ns: str) -> list[list[tuple[str, str, Any]]]:
+    """The requests kubectl sends for apply (create), edit and patch, a server-side apply and a
+    reconciler's merge patch; managedFields (manager, operation, fieldsV1) after each step."""
+    base = f"/api/v1/namespaces/{ns}/configmaps"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": ns},
+          "data": {"MAC_ADDRS": "192.168.68.58 100.115.97.90", "PORT": "11434"}}
+    annotation = json.dumps({**cm, "metadata": {**cm["metadata"], "annotations": {}}}, sort_keys=True)
+    created = json.loads(json.dumps(cm))
+    created["metadata"]["annotations"] = {LAST_APPLIED: annotation}
+    smp = "application/strategic-merge-patch+json"
+    steps: list[Any] = [
+        lambda: request("POST", f"{base}?fieldManager=kubectl-client-side-apply", created, "application/json"),
+        lambda: request("PATCH", f"{base}/cm?fieldManager=kubectl-edit",
+                        {"data": {"MAC_ADDRS": "192.168.68.75 100.115.97.90"},
+                         "metadata": {"annotations": {LAST_APPLIED: annotation.replace("68.58", "68.75")}}}, smp),
+        lambda: apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "namespace": ns},
+                       "data": {"A": "a", "B": "b"}}),
+        lambda: request("PATCH", f"{base}/ssa?fieldManager=kubectl-edit", {"data": {"A": "x"}}, smp),
+        lambda: request("POST", f"/api/v1/namespaces/{ns}/endpoints?fieldManager=kubectl-client-side-apply",
+                        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "ep"}, "subsets": [
+                            {"addresses": [{"ip": "192.168.68.58"}], "ports": [{"name": "http", "port": 11434}]}]},
+                        "application/json"),
+        lambda: request("PATCH", f"/api/v1/namespaces/{ns}/endpoints/ep?fieldManager=ollama-endpoint-manager",
+                        {"subsets": [{"addresses": [{"ip": "192.168.68.75"}],
+                                      "ports": [{"name": "http", "port": 11434}]}]}, "application/merge-patch+json"),
+    ]
+    objects = ["configmaps/cm", "configmaps/cm", "configmaps/ssa", "configmaps/ssa", "endpoints/ep", "endpoints/ep"]
+    seen_fields = []
+    for step, obj in zip(steps, objects):
+        step()
+        live = request("GET", f"/api/v1/namespaces/{ns}/{obj}", None, None)
+        seen_fields.append(sorted((e["manager"], e["operation"], e["fieldsV1"]) for e in live["metadata"]["managedFields"]))
+    return seen_fields
+
+
+def test_the_fake_records_managed_fields_like_the_real_server(real_cluster: RealCluster, namespace: str) -> None:
+    import sys
+    import urllib.request
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from fakes.kube_api import FakeKubeAPI
+
+    def requester(url: str, token: str, context: Any) -> Any:
+        def request(method: str, path: str, body: Any, ctype: str | None) -> Any:
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+            if ctype:
+                headers["Content-Type"] = ctype
+            req = urllib.request.Request(url + path, None if body is None else json.dumps(body).encode(),
+                                         headers, method=method)
+            with urllib.request.urlopen(req, timeout=10, context=context) as resp:
+                return json.loads(resp.read())
+        return request
+
+    real_request = requester(real_cluster.url, real_cluster.admin_token, real_cluster._ssl)
+
+    def real_apply(obj: dict[str, Any]) -> Any:
+        name, ns = obj["metadata"]["name"], obj["metadata"]["namespace"]
+        return real_request("PATCH", f"/api/v1/namespaces/{ns}/configmaps/{name}?fieldManager=kubectl&force=true",
+                            obj, "application/apply-patch+yaml")
+
+    real = _kubectl_like_writes(real_request, real_apply, namespace)
+    with FakeKubeAPI() as fake:  # the fake takes server-side apply through its Python API only
+        fake_seen = _kubectl_like_writes(requester(fake.url, fake.token, None),
+                                         lambda obj: fake.put(obj, manager="kubectl", operation="Apply"), namespace)
+    assert fake_seen == real
+    # What syncer relies on, as the real server records it: kubectl-edit owns the annotation it
+    # rewrote, the client-side applier keeps only an empty `f:data`-style shell of what it lost,
+    # a reconciler's merge patch owns Endpoints' subsets whole.
+    after_edit = {m: f for m, _, f in real[1]}
+    assert after_edit["kubectl-edit"]["f:metadata"] == {"f:annotations": {f"f:{LAST_APPLIED}": {}}}
+    assert after_edit["kubectl-client-side-apply"]["f:metadata"] == {"f:annotations": {}}
+    assert {m: f for m, _, f in real[5]}["ollama-endpoint-manager"] == {"f:subsets": {}}
