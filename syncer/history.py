@@ -84,7 +84,7 @@ class GitHistory:
         self.repo = repo
         self.syncer_subject = f"syncer({installation}): copy "
         self._texts: dict[str, str | None] = {}
-        self._blame: dict[tuple[str, int, int], LineChange | None] = {}
+        self._blame: dict[str, tuple[list[str], dict[str, LineChange | None]] | None] = {}
 
     def _text(self, file: str) -> str | None:
         if file not in self._texts:
@@ -100,40 +100,55 @@ class GitHistory:
         span = _span(text, doc, path) if text is not None else None
         if span is None:
             return None
-        key = (file, *span)
-        if key not in self._blame:
-            self._blame[key] = self._run_blame(file, *span)
-        return self._blame[key]
+        if file not in self._blame:  # one blame per file, however many of its values drifted
+            self._blame[file] = self._run_blame(file)
+        blame = self._blame[file]
+        if blame is None:
+            return None
+        line_commits, changes = blame
+        newest: LineChange | None = None
+        for sha in line_commits[span[0] - 1:span[1]]:
+            change = changes.get(sha)
+            if change is None:
+                return None  # a shallow clone's edge: the real change is older and unknown
+            if change.commit == _NOT_COMMITTED:
+                return change
+            if newest is None or change.time > newest.time or (
+                    change.time == newest.time and newest.by_syncer and not change.by_syncer):
+                newest = change
+        return newest
 
-    def _run_blame(self, file: str, first: int, last: int) -> LineChange | None:
+    def _run_blame(self, file: str) -> tuple[list[str], dict[str, LineChange | None]] | None:
+        """The commit of every line of ``file`` (working tree included), and each commit's change."""
         try:
-            proc = subprocess.run(
-                ["git", "blame", "--root", "--porcelain", "-L", f"{first},{last}", "--", file], cwd=self.repo,
-                capture_output=True, text=True, timeout=BLAME_TIMEOUT_S, check=False)
+            proc = subprocess.run(["git", "blame", "--root", "--porcelain", "--", file], cwd=self.repo,
+                                  capture_output=True, text=True, timeout=BLAME_TIMEOUT_S, check=False)
         except (OSError, subprocess.SubprocessError):
             return None
         if proc.returncode != 0:
             return None
+        lines: list[str] = []
         commits: dict[str, dict[str, str]] = {}
         current: dict[str, str] | None = None
         for line in proc.stdout.splitlines():
             m = _HEADER.match(line)
             if m:
+                lines.append(m.group(1))
                 current = commits.setdefault(m.group(1), {})
             elif current is not None and not line.startswith("\t"):
                 name, _, value = line.partition(" ")
                 current.setdefault(name, value)
-        newest: LineChange | None = None
+        changes: dict[str, LineChange | None] = {}
+        now = datetime.now(timezone.utc)
         for sha, info in commits.items():
             if sha == _NOT_COMMITTED:
-                return LineChange(sha, datetime.now(timezone.utc), False)
-            if "boundary" in info or "committer-time" not in info:
-                return None  # a shallow clone's edge: the real change is older and unknown
-            when = datetime.fromtimestamp(int(info["committer-time"]), timezone.utc)
-            by_syncer = info.get("summary", "").startswith(self.syncer_subject)
-            if newest is None or when > newest.time or (when == newest.time and newest.by_syncer and not by_syncer):
-                newest = LineChange(sha, when, by_syncer)
-        return newest
+                changes[sha] = LineChange(sha, now, False)
+            elif "boundary" in info or "committer-time" not in info:
+                changes[sha] = None
+            else:
+                changes[sha] = LineChange(sha, datetime.fromtimestamp(int(info["committer-time"]), timezone.utc),
+                                          info.get("summary", "").startswith(self.syncer_subject))
+        return lines, changes
 
 
 def judge(change: LineChange | None, applied_at: datetime | None) -> tuple[GitSays, str] | None:
