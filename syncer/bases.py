@@ -11,8 +11,9 @@ The bases, from direct to circumstantial:
                   wins, contradicting definite answers are a conflict.
 ``ownership``     managedFields: an applier owns the field (git moved) or another manager
                   does (the cluster moved). Says nothing about whether git moved as well.
-``git-history``   blame of the value's lines: changed after the last apply (git moved), or
-                  last written by syncer's own copy (git did not move).
+``git-history``   blame of the value's lines: changed after the last apply while another
+                  manager owns the field (both moved), or last written by syncer's own copy
+                  (git did not move).
 
 A definite snapshot answer stands (an equal value is direct evidence). Otherwise the
 circumstantial bases decide, and any sign that *both* sides moved makes a conflict: a
@@ -107,8 +108,8 @@ def decide(path: Path, git: Any, live: Any, evidence: Evidence, live_path: Path 
         return Verdict(Direction.CLUSTER, GIT_HISTORY, hist_why)
     if snap is not None:
         return snap
-    if says is GitSays.MOVED:
-        return Verdict(Direction.GIT, GIT_HISTORY, hist_why)
+    # Lines changed after the last apply, but no owner of the field: nothing says when (or
+    # whether) the cluster moved, so git's history alone decides nothing.
     return Verdict(Direction.UNKNOWN, NONE, "no base: no last-applied, no record, no field owner")
 
 
