@@ -64,16 +64,21 @@ DIFFERENT: dict[str, dict[str, tuple[str, str]]] = {
     "ge-smd-svc-withtype": {"spec.ports[1].targetPort": ("value", "report")},
     "ge-smd-svc-2ports": {"spec.ports[2]": ("added", "report")},
     "ge-smd-svc-5ports": {"spec.ports[2]": ("removed", "report"), "spec.ports[4]": ("removed", "report")},
-    "ge-ssd-configmap": {"data.key3": ("added", "write")},
+    # key3 is owned by argocd-controller's server-side Apply: an applier wrote it, so git is the
+    # side that moved (it dropped key3, not synced yet): pending apply, reported (issue #11).
+    "ge-ssd-configmap": {"data.key3": ("added", "report")},
     # git dropped the label; the forward tool applied it once and has not pruned it yet.
     "ge-ssd-svc-nolabel": {"metadata.labels.delete-me": ("added", "report")},
     "ge-ssd-deploy-compkey": {f"{C0}.ports[2]": ("removed", "report")},
     # The idle container was added with kubectl by a person: proposed whole.
     "ge-ssd-deploy-manual": {f"{C0}.ports[1]": ("removed", "report"),
-                             "spec.template.spec.containers[1]": ("added", "write")},
+                             # added by a manual `kubectl apply` (kubectl-client-side-apply, an
+                             # applier): reported as git's side, never written (issue #11)
+                             "spec.template.spec.containers[1]": ("added", "report")},
     "ge-ssd-deploy-nested": {f"{C0}.ports[1]": ("removed", "report"), f"{C0}.env[1]": ("removed", "report")},
-    "in-hpa-mod": {"spec.minReplicas": ("value", "write"), "spec.maxReplicas": ("value", "write"),
-                   "spec.metrics[0].resource.target.averageUtilization": ("value", "write")},
+    # owned by helm and argocd-controller (appliers): git's desired state moved, pending apply
+    "in-hpa-mod": {"spec.minReplicas": ("value", "report"), "spec.maxReplicas": ("value", "report"),
+                   "spec.metrics[0].resource.target.averageUtilization": ("value", "report")},
 }
 #: What the pull request may write: {path in git: path of the value in live} ("+" appends).
 PR_WRITES: dict[str, dict[str, str]] = {
@@ -83,10 +88,6 @@ PR_WRITES: dict[str, dict[str, str]] = {
     "acd-rollout": {f"{C0}.livenessProbe.initialDelaySeconds": f"{C0}.livenessProbe.initialDelaySeconds"},
     "acd-simpleapp": {"spec.servers[0].port": "spec.servers[0].port",
                       "spec.servers[1].enabled": "spec.servers[1].enabled"},
-    "ge-ssd-configmap": {"data.key3": "data.key3"},
-    "ge-ssd-deploy-manual": {"+spec.template.spec.containers": "spec.template.spec.containers[1]"},
-    "in-hpa-mod": {p: p for p in ("spec.minReplicas", "spec.maxReplicas",
-                                  "spec.metrics[0].resource.target.averageUtilization")},
 }
 
 pytestmark = pytest.mark.skipif(not CASES, reason=f"shared fidelity pairs not found at {PAIRS}")
