@@ -1,0 +1,157 @@
+"""Compare as Kubernetes does, on objects the real tools make: ``kubectl apply`` of manifests a
+person writes (``1000m``, ``1Gi``, ``defaultMode: 0755``, ``readOnly: false``, ``stringData``, a
+namespace on a ClusterRole) to the real kube-apiserver is no drift; ``kubectl set env`` adds an
+env var live, which syncer reports as ``added`` by ``kubectl-set`` and proposes whole.
+
+Without kubectl on PATH these tests skip with the reason (CI installs it and runs them).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from syncer.cli import main
+from syncer.manifests import parse_documents
+
+from .cluster import RealCluster
+from .tools import require_tool
+
+pytestmark = pytest.mark.realapi
+
+DEPLOY = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: app
+          image: nginx:1.27  # pinned
+          env:
+            - name: MODE
+              value: ""
+          ports:
+            - containerPort: 8080
+          resources:
+            requests:
+              cpu: 1000m
+              memory: 1Gi
+            limits:
+              cpu: "1.5"
+              memory: 1536Mi
+          volumeMounts:
+            - name: conf
+              mountPath: /etc/web
+              readOnly: false
+      volumes:
+        - name: conf
+          configMap:
+            name: web
+            defaultMode: 0755
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: web
+stringData:
+  user: admin
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {role}
+  namespace: {ns}
+rules: []
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+    - port: 80
+      targetPort: 8080
+"""
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _kubectl(kubeconfig: Path, *args: str) -> str:
+    done = subprocess.run([require_tool("kubectl"), "--kubeconfig", str(kubeconfig), *args], capture_output=True,
+                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _syncer(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    later = datetime.now(timezone.utc) + timedelta(minutes=11)
+    return main(list(argv), now=later, stdout=out, stderr=io.StringIO()), out.getvalue()
+
+
+@pytest.fixture
+def applied(real_cluster: RealCluster, namespace: str, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """hosts/t with the manifests above, committed, pushed to a bare origin, applied with kubectl."""
+    require_tool("kubectl")
+    work, bare = tmp_path / "work", tmp_path / "origin.git"
+    host = work / "hosts" / "t"
+    host.mkdir(parents=True)
+    (host / "syncer.conf").write_text(f"installation: t\nnamespace: {namespace}\ntrack:\n  Deployment: writeback\n"
+                                      "  Secret: writeback\n  ClusterRole: writeback\n  Service: writeback\n")
+    (host / "web.yaml").write_text(DEPLOY.replace("{role}", f"{namespace}-reader").replace("{ns}", namespace))
+    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", ".")
+    _git(work, "commit", "-qm", "web")
+    _git(work, "remote", "add", "origin", str(bare))
+    _git(work, "push", "-q", "origin", "main")
+    admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
+    _kubectl(admin, "apply", "-n", namespace, "-f", str(host / "web.yaml"))
+    return work, bare, admin
+
+
+def test_kubectl_applied_manifests_compare_equal(applied: tuple[Path, Path, Path], namespace: str) -> None:
+    work, _, admin = applied
+    stored = json.loads(_kubectl(admin, "get", "-n", namespace, "deployment", "web", "-o", "json"))
+    container = stored["spec"]["template"]["spec"]["containers"][0]
+    # What the server made of it: the spelling differs, the values do not.
+    assert container["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
+    assert stored["spec"]["template"]["spec"]["volumes"][0]["configMap"]["defaultMode"] == 493
+    assert "readOnly" not in container["volumeMounts"][0]
+    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin))
+    assert code == 0, out
+
+
+def test_an_env_var_set_live_with_kubectl_is_proposed_whole(applied: tuple[Path, Path, Path], namespace: str,
+                                                              tmp_path: Path) -> None:
+    work, bare, admin = applied
+    _kubectl(admin, "set", "env", "-n", namespace, "deployment/web", "LEVEL=3")
+    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    drifts = json.loads(out)["drifts"]
+    assert [(d["path"], d["class"], d["manager"], d["action"]) for d in drifts] == [
+        ("spec.template.spec.containers[0].env[1]", "added", "kubectl-set", "write")]
+    code, out = _syncer("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "pr", "--forge",
+                        "none", "--remote", str(bare), "--clone-dir", str(tmp_path / "clone"))
+    assert code == 0, out
+    proposed = _git(bare, "show", "syncer/t:hosts/t/web.yaml")
+    before = parse_documents((work / "hosts" / "t" / "web.yaml").read_text(), "web.yaml")
+    before[0]["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "LEVEL", "value": "3"})
+    assert parse_documents(proposed, "web.yaml") == before
+    assert "image: nginx:1.27  # pinned" in proposed and "defaultMode: 0755" in proposed
