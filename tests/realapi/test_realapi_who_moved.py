@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -395,3 +396,27 @@ def test_the_fake_records_managed_fields_like_the_real_server(real_cluster: Real
     assert after_edit["kubectl-edit"]["f:metadata"] == {"f:annotations": {f"f:{LAST_APPLIED}": {}}}
     assert after_edit["kubectl-client-side-apply"]["f:metadata"] == {"f:annotations": {}}
     assert {m: f for m, _, f in real[5]}["ollama-endpoint-manager"] == {"f:subsets": {}}
+
+
+def test_a_live_edit_that_rewrote_the_annotation_never_overwrites_a_reviewed_git_change(
+        kube: Kube, tmp_path: Path) -> None:
+    """Issue #11: git holds a reviewed change not applied yet; a person edits the same key live
+    with a search-and-replace that also makes the annotation claim the edit was applied. No
+    syncer record (a one-shot diff): ownership says the cluster moved, git's history says git
+    changed the line after the last apply. A conflict: reported, never written."""
+    work = repo_with(tmp_path, {"settings.yaml": CM}, CONFIG.format(ns=kube.namespace))
+    kube.kubectl("apply", "-f", str(work / "hosts" / "demo" / "settings.yaml"))
+    time.sleep(1.1)  # managedFields and commits have whole seconds: the commit comes strictly after
+    (work / "hosts" / "demo" / "settings.yaml").write_text(CM.replace('PORT: "11434"', 'PORT: "11500"'))
+    git(work, "commit", "-qam", "port 11500 (reviewed)")
+    kube.edit("configmap/settings", 's/11434/8080/g')
+    [d] = diff(work, kube.kubeconfig)
+    assert (d["path"], d["direction"], d["manager"], d["action"]) == ("data.PORT", "conflict", "kubectl-edit", "report")
+    assert d["base"] == "ownership vs git-history" and "after the cluster last applied them" in d["base_why"]
+    assert d["changed_at"] == kube.time_of("configmap/settings", "kubectl-edit")
+    assert d["base_note"].startswith("last-applied ignored: its annotation was last written by kubectl-edit")
+    out = io.StringIO()  # nothing to copy back, and no file diff
+    code = main(["diff", "demo", "--repo", str(work), "--kubeconfig", str(kube.kubeconfig)],
+                now=datetime.now(timezone.utc), stdout=out, stderr=io.StringIO())
+    assert code == 1 and out.getvalue().startswith("demo: 1 difference(s) in 1 object(s); 0 to copy back into git")
+    assert "+++ b/" not in out.getvalue()
