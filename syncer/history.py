@@ -10,13 +10,15 @@ cluster last applied the object (managedFields), it tells whether git moved sinc
   cluster, so git did not move since and a different live value means the cluster did;
 * otherwise: no answer.
 
-Failures (not a git repository, a file git does not track, a shallow boundary, a timeout)
-mean "no answer", never an error: the other bases still decide.
+Failures (not a git repository, a file git does not track, a shallow boundary, a partial
+clone missing old versions, a timeout) mean "no answer", never an error: the other bases
+still decide. Only local objects are read: nothing is fetched.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -121,8 +123,13 @@ class GitHistory:
     def _run_blame(self, file: str) -> tuple[list[str], dict[str, LineChange | None]] | None:
         """The commit of every line of ``file`` (working tree included), and each commit's change."""
         try:
-            proc = subprocess.run(["git", "blame", "--root", "--porcelain", "--", file], cwd=self.repo,
-                                  capture_output=True, text=True, timeout=BLAME_TIMEOUT_S, check=False)
+            # Local history only: in a partial clone (the sidecar's, blob-less) blame would fetch
+            # every old version of the file from the remote, or ask for credentials; there it
+            # fails instead, and git history simply gives no answer.
+            env = {**os.environ, "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
+            proc = subprocess.run(["git", "blame", "--root", "--porcelain", "--", file], cwd=self.repo, env=env,
+                                  capture_output=True, text=True, timeout=BLAME_TIMEOUT_S, check=False,
+                                  stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError):
             return None
         if proc.returncode != 0:

@@ -265,3 +265,19 @@ def test_an_annotation_owned_by_an_applier_and_an_editor_is_tainted() -> None:
         live = configmap({"MAC_ADDRS": EDITED}, {"MAC_ADDRS": EDITED}, [edited(touch_annotation=True), apply])
         base, note = trusted_last_applied(live, APPLIERS)
         assert base is None and "kubectl-edit" in note
+
+
+def test_git_history_never_fetches_from_a_partial_clones_remote(tmp_path: Path) -> None:
+    src, work = tmp_path / "src", tmp_path / "clone"
+    (src / "hosts" / "asgard").mkdir(parents=True)
+    f = src / "hosts" / "asgard" / "cm.yaml"
+    git(tmp_path, "init", "-q", "-b", "main", str(src))
+    for value in ("one", "two"):
+        f.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\ndata:\n  A: {value}\n")
+        git(src, "add", ".")
+        git(src, "commit", "-qm", value)
+    git(src, "config", "uploadpack.allowFilter", "true")
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{src}", str(work))
+    # the old version's blob is not here: blame would have to fetch it; it must not
+    assert GitHistory(work, "asgard").last_change("hosts/asgard/cm.yaml", 0, ("data", "A")) is None
+    assert GitHistory(src, "asgard").last_change("hosts/asgard/cm.yaml", 0, ("data", "A")) is not None
