@@ -15,7 +15,10 @@ Both end to end, process start to exit. Then ``syncer diff`` with a Role that ma
 ``kubectl`` is /usr/local/bin/kubectl (v1.32.3, installed by .ci/helm.sh from the PyPI wheel);
 the kube-apiserver is built by tests/realapi/build.sh (a no-op when cached).
 
-    python -m bench.kubediff [--quick] [--sizes 1250,5000]
+    python -m bench.kubediff [--quick] [--sizes 1250,5000] [--no-idle]
+
+Last, an idle ``syncer run`` watching 10 objects on the same server: CPU, RSS and the
+requests the audit log saw (600 s window; 120 s with --quick).
 """
 
 from __future__ import annotations
@@ -96,40 +99,8 @@ def _env(home: Path) -> dict[str, str]:
     return env
 
 
-def _audit_policy(path: Path) -> Path:
-    path.write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n")
-    return path
-
-
-def audit_requests(log: Path, agent_prefix: str, since: float = 0.0) -> list[dict[str, Any]]:
-    """Requests (ResponseComplete stage, or the start of a long-running watch) whose
-    User-Agent starts with ``agent_prefix``, received at or after ``since`` (epoch seconds)."""
-    from datetime import datetime
-
-    out = []
-    if not log.exists():
-        return out
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            ev = json.loads(line)
-        except ValueError:
-            continue
-        if not str(ev.get("userAgent", "")).startswith(agent_prefix):
-            continue
-        if ev.get("stage") != "RequestReceived":
-            continue
-        at = datetime.fromisoformat(str(ev.get("requestReceivedTimestamp")).replace("Z", "+00:00")).timestamp()
-        if at >= since:
-            out.append(ev)
-    return out
-
-
 def start_cluster(workdir: Path) -> RealCluster:
-    policy = _audit_policy(workdir / "audit-policy.yaml")
-    cluster = RealCluster(apiserver_binary(), workdir=workdir / "cluster", extra_apiserver_args=[
-        f"--audit-policy-file={policy}", f"--audit-log-path={workdir / 'audit.log'}", "--audit-log-format=json",
-        "--audit-log-mode=blocking"])
-    return cluster.start()
+    return RealCluster(apiserver_binary(), workdir=workdir / "cluster", audit=True).start()
 
 
 def _get_only_token(cluster: RealCluster, ns: str) -> str:
@@ -182,7 +153,78 @@ def measure(cluster: RealCluster, workdir: Path, n: int, rounds: int, with_kubec
     return res
 
 
-def run(quick: bool, workdir: Path, sizes: tuple[int, ...] | None = None) -> Section:
+def idle_sidecar(cluster: RealCluster, workdir: Path, seconds: float) -> dict[str, Any]:
+    """``syncer run`` watching 10 objects (8 ConfigMaps + 2 Endpoints) on the real API server:
+    CPU, RSS and the requests the audit log saw over an idle window."""
+    import socket
+    import urllib.request
+
+    from bench.common import git, git_env, proc_sample
+
+    ns = cluster.create_namespace("idle")
+    root = workdir / "idle"
+    rmtree(root)
+    work, bare = root / "work", root / "origin.git"
+    base = work / "hosts" / "idle"
+    base.mkdir(parents=True)
+    (base / "syncer.conf").write_text(f"installation: idle\nnamespace: {ns}\ntrack:\n  ConfigMap: writeback\n"
+                                      "  Endpoints: stable\n")
+    (base / "services.yaml").write_text("".join(_configmap(ns, i) for i in range(8)) +
+                                        "".join(_endpoints(ns, i) for i in range(2)))
+    env = git_env(root)
+    git(root, "init", "-q", "--bare", "-b", "main", str(bare), env=env)
+    git(work, "init", "-q", "-b", "main", env=env)
+    git(work, "add", ".", env=env)
+    git(work, "commit", "-q", "-m", "idle", env=env)
+    git(work, "push", "-q", str(bare), "main", env=env)
+    kubeconfig = cluster.kubeconfig(root / "kubeconfig", namespace=ns)
+    _run([KUBECTL, "--kubeconfig", str(kubeconfig), "apply", "-f", str(base)], _env(root))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [sys.executable, "-m", "syncer.cli", "run", "idle", "--remote", str(bare), "--kubeconfig", str(kubeconfig),
+           "--mode", "commit", "--listen", f"127.0.0.1:{port}", "--state-configmap", "syncer-state"]
+    log = open(root / "syncer.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env={**env, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        else:
+            raise RuntimeError(f"syncer run not ready: {(root / 'syncer.log').read_text()[-1500:]}")
+        time.sleep(5)
+        watches = [e for e in cluster.audit_events("syncer/") if e.get("verb") == "watch"
+                   and (e.get("objectRef") or {}).get("namespace") == ns]
+        start, since = proc_sample(proc.pid), time.time()
+        rss = []
+        while time.monotonic() - start.t < seconds:
+            time.sleep(1)
+            rss.append(proc_sample(proc.pid).rss_kib)
+        end = proc_sample(proc.pid)
+        idle = [e for e in cluster.audit_events("syncer/", since=since)
+                if (e.get("objectRef") or {}).get("namespace") == ns]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+    window = end.t - start.t
+    return {"seconds": window, "cpu_pct": 100 * (end.cpu - start.cpu) / window, "rss_mib": max(rss) / 1024,
+            "hwm_mib": end.hwm_kib / 1024, "watches": len(watches),
+            "requests": [(e.get("verb"), e.get("requestURI")) for e in idle]}
+
+
+def run(quick: bool, workdir: Path, sizes: tuple[int, ...] | None = None, with_idle: bool = True) -> Section:
     sec = Section("kubediff", "7. One-shot diff on the real API server: syncer vs kubectl diff")
     if not Path(KUBECTL).exists():
         sec.row("kubectl", f"not measured: {KUBECTL} is missing (bash .ci/helm.sh installs it)")
@@ -193,12 +235,14 @@ def run(quick: bool, workdir: Path, sizes: tuple[int, ...] | None = None) -> Sec
     t0 = time.perf_counter()
     cluster = start_cluster(workdir)
     results = []
+    idle = None
     try:
         sec.notes.append(f"real kube-apiserver v1.20.2 + etcd on loopback, started in {time.perf_counter() - t0:.1f} s")
         for n in sizes:
             results.append(measure(cluster, workdir, n, rounds if n <= 1250 else max(1, rounds // 2),
                                    with_kubectl=n <= 1250 or not quick, get_only=n <= 1250))
-        audit = audit_requests(workdir / "audit.log", "syncer/")
+        audit = cluster.audit_events("syncer/")
+        idle = idle_sidecar(cluster, workdir, 120.0 if quick else 600.0) if with_idle else None
     finally:
         cluster.stop()
         if not os.environ.get("SYNCER_BENCH_KEEP"):
@@ -225,6 +269,17 @@ def run(quick: bool, workdir: Path, sizes: tuple[int, ...] | None = None) -> Sec
         if r.get("get_only"):
             sec.row(f"`syncer diff` with a Role that cannot list ({n:,} objects): GETs by name, 8 at a time",
                     f"{spread(r['get_only'])} s", note="the LIST is refused (403) and syncer falls back; same drifts")
+    if idle is not None:
+        per_hour = len(idle["requests"]) * 3600 / idle["seconds"]
+        sec.row(f"idle `syncer run`, 10 objects watched, {idle['seconds']:.0f} s: API requests (real audit log)",
+                f"{len(idle['requests'])} ({per_hour:.0f}/hour measured; + 10/hour watch renewals by design = "
+                f"{per_hour + 10:.0f}/hour)", "≤ 30/hour", ok=per_hour + 10 <= 30,
+                note=f"{idle['watches']} watches opened at start; in the window: "
+                     f"{', '.join(f'{v} {u}' for v, u in idle['requests']) or 'nothing'}")
+        sec.row("idle `syncer run` on the real API server: CPU", f"{idle['cpu_pct']:.3f} % of a core", "< 0.5 %",
+                ok=idle["cpu_pct"] < 0.5)
+        sec.row("idle `syncer run` on the real API server: RSS", f"{idle['rss_mib']:.1f} MiB (VmHWM "
+                f"{idle['hwm_mib']:.1f} MiB)", "≤ 64 MiB", ok=idle["rss_mib"] <= 64)
     per_kind: dict[str, int] = {}
     for ev in audit:
         key = f"{ev.get('verb')} {(ev.get('objectRef') or {}).get('resource', '')}"
@@ -233,7 +288,7 @@ def run(quick: bool, workdir: Path, sizes: tuple[int, ...] | None = None) -> Sec
                      "--kubeconfig K -o json` and `kubectl --kubeconfig K diff -f R/hosts/scale` (KUBECTL_EXTERNAL_DIFF="
                      "'diff -u -N'). Requests syncer sent over the whole section, from the API server's audit log "
                      f"(userAgent syncer/...): {', '.join(f'{k} {v}' for k, v in sorted(per_kind.items()))}.")
-    sec.data = {"results": results, "syncer_requests": per_kind}
+    sec.data = {"results": results, "syncer_requests": per_kind, "idle": idle}
     return sec
 
 
@@ -244,10 +299,11 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.kubediff")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", default="")
+    ap.add_argument("--no-idle", action="store_true", help="leave out the idle sidecar window")
     args = ap.parse_args(argv)
     sizes = tuple(int(s) for s in args.sizes.split(",") if s) or None
     with tempfile.TemporaryDirectory(prefix="syncer-kubediff-") as tmp:
-        sec = run(args.quick, Path(tmp), sizes)
+        sec = run(args.quick, Path(tmp), sizes, with_idle=not args.no_idle)
     for r in sec.rows:
         print(f"{r.metric}: {r.value}  {r.goal}  {r.baseline}  {r.note}")
     for n in sec.notes:
