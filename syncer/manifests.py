@@ -17,7 +17,9 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
+from ruamel.yaml.tag import Tag
 
 from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
@@ -156,10 +158,17 @@ def _has_c_parser() -> bool:
 C_PARSER = _has_c_parser()
 
 
+_YAML_TAG = "tag:yaml.org,2002:"
+#: One shared Tag per resolved type: ruamel makes a new one for every scalar and decodes its
+#: URI character by character each time the constructor asks for it.
+_TAGS = {t: Tag(suffix=_YAML_TAG + t) for t in ("null", "bool", "int", "float", "str", "timestamp", "merge",
+                                                 "value", "yaml")}
+
+
 class _Resolver(VersionedResolver):
-    """ruamel's YAML 1.2 resolver, its rule table looked up once per load: the stock one
-    probes the loader for a ``%YAML`` version (through two AttributeErrors under the C
-    parser, which fixes the version anyway) for every scalar -- a third of the load time."""
+    """ruamel's resolution (the loader's YAML version), with its rule table looked up once per load (the stock
+    resolver probes the loader for a ``%YAML`` version through two AttributeErrors for every
+    scalar; the C parser fixes the version anyway) and shared Tag objects."""
 
     @property
     def versioned_resolver(self) -> Any:
@@ -167,6 +176,82 @@ class _Resolver(VersionedResolver):
         if table is None:
             table = self.__dict__["_table"] = VersionedResolver.versioned_resolver.fget(self)  # type: ignore[attr-defined]
         return table
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+            table = self.versioned_resolver
+            for tag, regexp in [*table.get(value[:1], ()), *table.get(None, ())]:
+                if regexp.match(value):
+                    return _TAGS.get(tag.removeprefix(_YAML_TAG)) or Tag(suffix=tag)
+        return super().resolve(kind, value, implicit)
+
+
+class _Unusual(Exception):
+    """A document the fast builder leaves to ruamel's constructor."""
+
+
+
+def _plain(node: Any, constructor: Any, seen: dict[int, Any]) -> Any:
+    """The data of a composed node, for the shapes manifests have: mappings (string-like keys,
+    no merge keys, no duplicates), sequences, and str/null/bool/int/float scalars, built as
+    ruamel's safe constructor builds them. Anything else raises ``_Unusual``."""
+    known = seen.get(id(node))
+    if known is not None:
+        if known[1] is _BUILDING:
+            raise _Unusual  # a recursive alias
+        return known[1]
+    tag = node.ctag
+    if isinstance(node, ScalarNode):
+        if tag is _TAGS["str"] or (tag is not _TAGS["null"] and str(tag) == _YAML_TAG + "str"):
+            value: Any = node.value
+        elif tag is _TAGS["null"]:
+            value = None
+        elif tag is _TAGS["bool"]:
+            value = constructor.construct_yaml_bool(node)
+        elif tag is _TAGS["int"]:
+            value = constructor.construct_yaml_int(node)
+        elif tag is _TAGS["float"]:
+            value = constructor.construct_yaml_float(node)
+        else:
+            raise _Unusual
+        if node.anchor is not None:
+            seen[id(node)] = (node, value)
+        return value
+    seen[id(node)] = (node, _BUILDING)
+    if isinstance(node, MappingNode) and str(tag) == _YAML_TAG + "map":
+        out: Any = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, ScalarNode) or key_node.ctag is _TAGS["merge"]:
+                raise _Unusual
+            key = _plain(key_node, constructor, seen)
+            if key in out:
+                raise _Unusual  # ruamel words the duplicate-key error
+            out[key] = _plain(value_node, constructor, seen)
+    elif isinstance(node, SequenceNode) and str(tag) == _YAML_TAG + "seq":
+        out = [_plain(child, constructor, seen) for child in node.value]
+    else:
+        raise _Unusual
+    seen[id(node)] = (node, out)
+    return out
+
+
+_BUILDING = object()
+
+
+def _load_c(text: str) -> list[Any]:
+    """All documents with the C parser; most documents built by ``_plain``, the rest by ruamel."""
+    constructor, parser = yaml_loader(pure=False).get_constructor_parser(text)
+    docs = []
+    try:
+        while parser.check_node():
+            node = parser.get_node()
+            try:
+                docs.append(_plain(node, constructor, {}) if node is not None else None)
+            except _Unusual:
+                docs.append(constructor.construct_document(node))
+    finally:
+        parser.dispose()
+    return docs
 
 
 class _GoResolver(_Resolver):
@@ -219,7 +304,7 @@ def parse_documents(text: str, display: str) -> list[Any]:
         raise ConfigError(f"{display}:{too_deep}: YAML nested deeper than {MAX_FLOW_DEPTH} levels; not read")
     if C_PARSER:
         try:
-            return list(yaml_loader(pure=False).load_all(text))
+            return _load_c(text)
         except (YAMLError, RecursionError):
             pass  # the pure parser below says where and what, in the words our errors always used
     try:

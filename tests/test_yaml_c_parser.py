@@ -1,6 +1,7 @@
-"""Manifests and snapshots are read with the C parser (ruamel.yaml.clib) when it is installed:
-the same data as the pure parser on every corpus file, fidelity pair and example, and the
-pure parser's wording for malformed YAML."""
+"""Manifests and snapshots are read with the C parser (ruamel.yaml.clib) when it is installed,
+their documents built by syncer straight from its nodes: the same data as the pure parser with
+the same settings (YAML 1.1 as kubectl reads it) on every corpus file, fidelity pair and
+example, and the pure parser's wording for malformed YAML."""
 
 from __future__ import annotations
 
@@ -42,3 +43,41 @@ def test_malformed_yaml_is_worded_as_the_pure_parser_words_it(monkeypatch: pytes
         manifests.parse_documents(text, "hosts/x/cm.yaml")
     assert with_c.value.message == pure.value.message
     assert with_c.value.message.startswith("hosts/x/cm.yaml:")
+
+
+ODD = [
+    "a: &x {b: [1, 2]}\nc: *x\nd: *x\n",  # aliases share one object, as ruamel builds them
+    "base: &b {x: 1, y: 2}\nderived:\n  <<: *b\n  y: 3\n",  # merge keys: ruamel's constructor
+    "i: [0o17, 0x1F, 1_000, -3, +4, 0]\nf: [.inf, -.Inf, .nan, 1e3, 1.5, -0.0]\n",
+    "b: [true, True, FALSE, yes, no, on, off, y, n]\nn: [~, null, Null, ]\ne:\n",
+    "t: 2026-06-02T18:40:11Z\nd: 2026-06-02\ns: !!str 123\nk: !!binary aGVsbG8=\n",
+    "? [a, b]\n: list key\n1: int key\nnull: null key\n3.5: float key\n",
+    "set: !!set {a, b}\nomap: !!omap [{a: 1}, {b: 2}]\n",
+    "--- \n...\n---\nplain\n--- [1]\n",
+    "quoted: ['1', \"2\", '', \"\"]\nblock: |\n  two\n  lines\nfolded: >-\n  a\n  b\n",
+]
+
+
+@pytest.mark.parametrize("text", ODD)
+def test_unusual_documents_read_as_the_pure_parser_reads_them(text: str) -> None:
+    pure = list(manifests.yaml_loader(pure=True).load_all(text))  # as kubectl reads
+    got = manifests.parse_documents(text, "odd.yaml")
+    assert repr(got) == repr(pure)
+    if text.startswith("a: &x"):
+        assert got[0]["c"] is got[0]["d"]
+
+
+@pytest.mark.parametrize("text", ["a: 1\na: 2\n", "x: !custom 1\n", "a: &a [*a]\n"])
+def test_refusals_are_worded_as_before(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        expected: object = list(manifests.yaml_loader(pure=True).load_all(text))
+    except Exception:  # noqa: BLE001 - refused: ours refuses with the same message
+        monkeypatch.setattr(manifests, "C_PARSER", False)
+        with pytest.raises(ConfigError) as pure:
+            manifests.parse_documents(text, "odd.yaml")
+        monkeypatch.undo()
+        with pytest.raises(ConfigError) as ours:
+            manifests.parse_documents(text, "odd.yaml")
+        assert ours.value.message == pure.value.message
+        return
+    assert repr(manifests.parse_documents(text, "odd.yaml")) == repr(expected)
