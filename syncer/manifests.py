@@ -161,8 +161,9 @@ C_PARSER = _has_c_parser()
 _YAML_TAG = "tag:yaml.org,2002:"
 #: One shared Tag per resolved type: ruamel makes a new one for every scalar and decodes its
 #: URI character by character each time the constructor asks for it.
-_TAGS = {t: Tag(suffix=_YAML_TAG + t) for t in ("null", "bool", "int", "float", "str", "timestamp", "merge",
-                                                 "value", "yaml")}
+_TAGS = {t: Tag(suffix=_YAML_TAG + t) for t in ("null", "bool", "int", "float", "timestamp", "merge", "value",
+                                                 "yaml")}
+_TAGS["str"] = VersionedResolver.DEFAULT_SCALAR_TAG
 
 
 class _Resolver(VersionedResolver):
@@ -178,12 +179,14 @@ class _Resolver(VersionedResolver):
         return table
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+        if kind is not ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)
+        if implicit[0]:  # plain: the first rule whose pattern matches, by first character
             table = self.versioned_resolver
             for tag, regexp in [*table.get(value[:1], ()), *table.get(None, ())]:
                 if regexp.match(value):
                     return _TAGS.get(tag.removeprefix(_YAML_TAG)) or Tag(suffix=tag)
-        return super().resolve(kind, value, implicit)
+        return _TAGS["str"]
 
 
 class _Unusual(Exception):
