@@ -267,7 +267,8 @@ def run(quick: bool, workdir: Path, sizes: tuple[int, ...] | None = None, with_i
             sec.row(f"`kubectl diff -f`, same files, same run ({n:,} objects)", f"{spread(r['kubectl'])} s",
                     baseline=f"kubectl v1.32.3; changed objects it shows: {r['kubectl_changed']}")
             sec.row(f"ratio kubectl diff / syncer diff ({n:,} objects)", f"{statistics.median(ratios):.1f}x "
-                    f"[{min(ratios):.1f}x–{max(ratios):.1f}x]", "≥ 5x", ok=k_med / s_med >= 5)
+                    f"[{min(ratios):.1f}x–{max(ratios):.1f}x]", "≥ 5x", ok=statistics.median(ratios) >= 5,
+                    note=f"ratio of the medians: {k_med / s_med:.1f}x")
             sec.headline.append(Row(f"one-shot diff, {n:,} objects on the real API server: kubectl diff / "
                                     "syncer diff", f"{statistics.median(ratios):.1f}x [{min(ratios):.1f}x–"
                                     f"{max(ratios):.1f}x]", note=f"{len(ratios)} interleaved pairs"))
