@@ -9,7 +9,7 @@ each after one live change of one ConfigMap, and passes with no change at all (a
 Reported: median [min-max] wall time, and the pass without its git commands (fetch,
 checkout, clean: their cost does not depend on syncer).
 
-    python -m bench.sidecarpass [--n 5000] [--rounds 15]
+    python -m bench.sidecarpass [--n 5000] [--rounds 15] [--profile]
 """
 
 from __future__ import annotations
@@ -125,7 +125,34 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.sidecarpass")
     ap.add_argument("--n", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--profile", action="store_true", help="print a cProfile of the second pass after a change")
     args = ap.parse_args(argv)
+    if args.profile:
+        import cProfile
+        import io
+        import pstats
+
+        from syncer.loop import Loop
+
+        real, seen, prof = Loop.run_pass, [0], cProfile.Profile()
+
+        def profiled(self: Loop, reason: str) -> Any:
+            seen[0] += 1
+            if seen[0] != 4:  # first pass, change, no change, then this change
+                return real(self, reason)
+            prof.enable()
+            try:
+                return real(self, reason)
+            finally:
+                prof.disable()
+
+        Loop.run_pass = profiled  # type: ignore[method-assign]
+        with tempfile.TemporaryDirectory(prefix="syncer-pass-") as tmp:
+            measure(args.n, 3, Path(tmp) / "w")
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(45)
+        print(out.getvalue())
+        return 0
     with tempfile.TemporaryDirectory(prefix="syncer-pass-") as tmp:
         sec = run(False, Path(tmp) / "w", args.n, args.rounds)
     for row in sec.rows:
