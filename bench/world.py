@@ -73,7 +73,7 @@ class World:
 
 
 def make_world(root: Path) -> World:
-    fake = FakeKubeAPI().start()  # bookmarks as kube-apiserver v1.20: only as a watch nears its end
+    fake = FakeKubeAPI().start()  # bookmarks as kube-apiserver v1.20: none while nothing changes
     inst, bare = init_repos(root, "bench", N_OBJECTS, drifted=[])
     configmaps = []
     for obj in declared_objects(N_OBJECTS):

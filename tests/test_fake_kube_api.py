@@ -249,6 +249,8 @@ def test_watch_replay_live_events_and_bookmark(fake_kube: FakeKubeAPI, api: clie
             assert obj["kind"] == "ConfigMap" and obj["apiVersion"] == "v1"
             assert isinstance(event["object"], client.V1ConfigMap)
             seen.append((event["type"], obj["data"]["MAC_ADDRS"]))
+            if obj["data"]["MAC_ADDRS"] == "c":  # as on kube-apiserver 1.20, a bookmark needs something
+                fake_kube.patch("v1", "ConfigMap", NS, "noise", {"data": {"x": "3"}}, manager="kubectl-edit")  # newer
     finally:
         stream.close()
         timer.cancel()
@@ -604,9 +606,9 @@ def test_endpointslices_v1_through_the_typed_client(fake_kube: FakeKubeAPI, api:
 
 
 def test_bookmarks_as_kube_apiserver_1_20_sends_them(fake_kube: FakeKubeAPI, api: client.ApiClient) -> None:
-    """Like tests/realapi's test_watch_by_name_gets_added_modified_and_bookmark: no bookmark on
-    an idle watch until 2 s before its timeoutSeconds, and then only when the resource's
-    newest resourceVersion moved past what the watch delivered."""
+    """Like tests/realapi's test_watch_by_name_gets_added_modified_and_bookmark: a bookmark 2 s
+    before a watch's timeoutSeconds (and every minute), only when the resource's newest
+    resourceVersion moved past what the watch delivered: an idle watch gets none."""
     fake_kube.put(configmap("watched", {"a": "1"}))
     fake_kube.put(configmap("unrelated", {"a": "1"}))
     v1 = client.CoreV1Api(api)

@@ -900,8 +900,9 @@ class FakeKubeAPI:
     :meth:`wait_for_watches`, :attr:`errors`.
 
     Extra keyword-only knobs: ``user`` (name in 403 messages),
-    ``bookmark_interval`` (seconds between periodic watch BOOKMARKs; default None: as
-    kube-apiserver v1.20, one BOOKMARK 2 s before a watch's timeoutSeconds, none before),
+    ``bookmark_interval`` (seconds between periodic watch BOOKMARKs, 60 as kube-apiserver v1.20;
+    None: only the one 2 s before a watch's timeoutSeconds; every BOOKMARK only when there is
+    a newer resourceVersion than the watch delivered, so a quiet watch gets none),
     ``resources`` (registry; defaults to :data:`DEFAULT_RESOURCES`),
     ``git_version`` (reported by ``/version``).
     """
@@ -909,7 +910,7 @@ class FakeKubeAPI:
     too_large_rv_wait = 3.0  # seconds a watch waits for a future resourceVersion
 
     def __init__(self, token: str = "test-token", *, user: str = DEFAULT_USER,
-                 bookmark_interval: float | None = None, resources: tuple[Resource, ...] = DEFAULT_RESOURCES,
+                 bookmark_interval: float | None = 60.0, resources: tuple[Resource, ...] = DEFAULT_RESOURCES,
                  git_version: str = "v1.31.0") -> None:
         self.token = token
         self.user = user
@@ -1827,10 +1828,10 @@ class FakeKubeAPI:
             bookmark(last_rv, initial_end=True)
         started = _time.monotonic()
         deadline = started + timeout if timeout else None
-        # kube-apiserver v1.20 (the tests/realapi tier): an idle watch gets no BOOKMARK until
-        # 2 s before its timeoutSeconds, and only when the resource's newest resourceVersion
-        # has moved past what the watch delivered. ``bookmark_interval`` (a test knob) adds
-        # periodic bookmarks, as newer servers send about once a minute.
+        # kube-apiserver v1.20 (the tests/realapi tier, docs/realapi.md): a BOOKMARK 2 s before
+        # the watch's timeoutSeconds and about every ``bookmark_interval`` (60 s), each only when
+        # the resource's newest resourceVersion has moved past what the watch delivered -- so
+        # an idle watch in a quiet cluster gets none at all.
         interval = self.bookmark_interval
         sent_rv = last_rv  # the newest resourceVersion this watch has delivered
         next_bookmark = min(x for x in (started + interval if interval else None,
@@ -1877,7 +1878,7 @@ class FakeKubeAPI:
                 return
             if bookmarks and now >= next_bookmark:
                 near_end = deadline is not None and now >= deadline - 2.0
-                if not near_end or current_rv > sent_rv:
+                if current_rv > sent_rv:
                     bookmark(current_rv)
                     sent_rv = current_rv
                 periodic = now + interval if interval else _NEVER
