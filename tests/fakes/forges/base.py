@@ -134,6 +134,11 @@ class _Server(ThreadingHTTPServer):
         import socketserver
 
         socketserver.TCPServer.server_bind(self)
+        # A non-blocking accept: when a connection goes away between serve_forever's select and
+        # its accept, a blocking accept waits forever and stop() (shutdown) with it -- seen once
+        # under load, hanging the whole test run. Non-blocking, accept fails and the loop goes on.
+        # (Accepted sockets are blocking as usual.)
+        self.socket.setblocking(False)
         host, port = self.socket.getsockname()[:2]
         self.server_name, self.server_port = str(host), int(port)
 
