@@ -319,7 +319,7 @@ def detect(
             errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
         except ConfigError as exc:
             errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
-        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        except (AttributeError, TypeError, KeyError, ValueError, RecursionError) as exc:
             # A live object whose fields have types no Kubernetes server would send: report
             # that object and keep comparing the others.
             errors.append(FileError(obj.file, f"{ref}: live object has an unexpected shape ({type(exc).__name__}: "

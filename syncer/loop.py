@@ -250,6 +250,8 @@ class Loop:
         if self.store is not None:
             report.stage = "state"
             self.store.refresh()  # direction depends on it: no pass without it
+            if getattr(self.store, "rejected", None):
+                self.metrics.error("state")
         report.stage = "git"
         since = self.cache.observed_since()
         try:

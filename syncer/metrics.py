@@ -12,7 +12,9 @@ Names are part of the product contract (SPEC §3):
     syncer_pull_request_open{installation}               1 while syncer's PR (or branch) is open
     syncer_watch_restarts_total                          watch streams re-established after an error
 
-plus ``syncer_leader{installation}``, ``syncer_outages_total{installation}`` and
+plus ``syncer_failing_objects{installation}`` (objects or files that could not be compared in
+the latest pass: a hostile or broken object costs only itself, and this says so),
+``syncer_leader{installation}``, ``syncer_outages_total{installation}`` and
 ``syncer_passes_total{installation,result}``.
 """
 
@@ -27,7 +29,7 @@ from syncer.classify import parse_time
 from syncer.model import DriftClass, ObjectRef, Result
 
 #: Stages a failure is counted under.
-STAGES = ("watch", "git", "forge", "detect", "state")
+STAGES = ("watch", "git", "forge", "detect", "state", "object")
 
 
 class Metrics:
@@ -48,6 +50,9 @@ class Metrics:
                              ["installation"], registry=r)
         self.watch_restarts = Counter("syncer_watch_restarts", "Watch streams re-established after an error.",
                                       registry=r)
+        self.failing = Gauge("syncer_failing_objects",
+                             "Objects or files that could not be compared in the latest pass (see the log).",
+                             ["installation"], registry=r)
         self.leader = Gauge("syncer_leader", "1 while this replica holds the leader Lease (or runs alone).",
                             ["installation"], registry=r)
         self.outages = Counter("syncer_outages", "Endpoints outages (cleared, then back) seen end to end.",
@@ -59,6 +64,7 @@ class Metrics:
         for cls in DriftClass:
             self.drift_objects.labels(installation, cls.value).set(0)
         self.pr_open.labels(installation).set(0)
+        self.failing.labels(installation).set(0)
         self._aged: set[tuple[str, str]] = set()
 
     def error(self, stage: str) -> None:
@@ -66,6 +72,9 @@ class Metrics:
 
     def observe(self, result: Result, now: datetime, observed_since: Mapping[ObjectRef, datetime]) -> None:
         """Drift gauges from one pass's ``result``; objects no longer drifting drop out."""
+        self.failing.labels(self.installation).set(len(result.errors))
+        if result.errors:
+            self.error("object")
         classes: dict[DriftClass, set[ObjectRef]] = {cls: set() for cls in DriftClass}
         oldest: dict[ObjectRef, datetime] = {}
         for d in result.drifts:

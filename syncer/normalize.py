@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 from typing import Any
 
+from syncer.bounds import load_json
 from syncer.model import Path
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -93,13 +93,17 @@ def _string_data_as_data(secret: dict[str, Any]) -> dict[str, Any]:
 
 
 def last_applied(live: dict[str, Any]) -> dict[str, Any] | None:
-    """The object as last ``kubectl apply``-ed, from its annotation; None when absent/broken."""
+    """The object as last ``kubectl apply``-ed, from its annotation; None when absent/broken.
+
+    An annotation over the size or nesting limits raises ``bounds.InputRejected``: an error
+    for this object, never a crash of the pass.
+    """
     meta = live.get("metadata") or {}
     raw = (meta.get("annotations") or {}).get(LAST_APPLIED)
     if not isinstance(raw, str) or not raw.strip():
         return None
     try:
-        data = json.loads(raw)
+        data = load_json(raw, f"annotation {LAST_APPLIED}")
     except ValueError:
         return None
     return normalize(data) if isinstance(data, dict) else None

@@ -43,6 +43,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from syncer.bounds import InputRejected, load_json
 from syncer.config import NEVER_WRITTEN
 from syncer.errors import ClusterError
 from syncer.logs import event
@@ -100,6 +101,8 @@ class ConfigMapStore:
         self._configmap: dict[str, Any] | None = None  # as last read or written
         self._loaded = False
         self.writes = 0
+        #: Why the last record read was refused (over the size/nesting limits), else None.
+        self.rejected: str | None = None
 
     @property
     def path(self) -> str:
@@ -135,9 +138,18 @@ class ConfigMapStore:
         raw = ((cm or {}).get("data") or {}).get(self.key)
         if raw:
             try:
-                parsed = json.loads(raw)
+                parsed = load_json(raw, f"state {self.describe()}")
             except ValueError:
                 parsed = None
+            except InputRejected as exc:
+                # The record is a base only: without it directions are unknown (proposed in
+                # a PR, never committed), which is safe. Loud, and counted by the loop.
+                self.rejected = exc.message
+                event(log, logging.ERROR, "state record refused; starting from an empty one",
+                      ref=f"ConfigMap/{self.namespace}/{self.name}", key=self.key, error=exc.message)
+                parsed = {}
+            else:
+                self.rejected = None
             if isinstance(parsed, dict):
                 found = parsed.pop(PROPOSED, None)
                 records = {str(k): v for k, v in parsed.items() if isinstance(v, dict)}
