@@ -1,7 +1,7 @@
 """Real git, run as a subprocess: clone, commit, push. Never force a base branch.
 
-Every command runs with repository hooks disabled (``core.hooksPath`` pointing at an empty
-directory), no terminal prompts, and a time limit; failures become one-line ``GitError``s with
+Every command runs with repository hooks disabled (``core.hooksPath=/dev/null``: no directory
+anyone could plant a hook in, unlike a fixed name in the shared temp dir), no terminal prompts, and a time limit; failures become one-line ``GitError``s with
 credentials stripped from any URL they mention.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import base64
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,8 @@ from syncer.redact import redact_url
 #: longer is treated as down for this round rather than blocking the loop forever.
 NETWORK_TIMEOUT = 120.0
 LOCAL_TIMEOUT = 30.0
-_EMPTY_HOOKS = Path(tempfile.gettempdir()) / "syncer-no-hooks"
+#: Where git looks for hooks: ``/dev/null`` is not a directory, so no hook can exist there.
+NO_HOOKS = os.devnull
 @dataclass(frozen=True)
 class Identity:
     name: str = "syncer"
@@ -56,8 +56,7 @@ def _env(identity: Identity) -> dict[str, str]:
 
 def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT) -> str:
     """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure."""
-    _EMPTY_HOOKS.mkdir(exist_ok=True)
-    cmd = ["git", "-c", f"core.hooksPath={_EMPTY_HOOKS}", "-c", "protocol.file.allow=always",
+    cmd = ["git", "-c", f"core.hooksPath={NO_HOOKS}", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always",
            "-c", f"http.userAgent={USER_AGENT}", *args]
     try:
         done = subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **_env(identity)},
@@ -120,7 +119,7 @@ class Workspace:
         run_git(["clone", "--quiet", "--no-tags", "--single-branch", "--branch", base, "--filter=blob:none",
                  "--sparse", "--", remote, str(dest)], None, identity, NETWORK_TIMEOUT)
         ws = cls(dest, remote, base, identity)
-        ws.git("config", "core.hooksPath", str(_EMPTY_HOOKS))
+        ws.git("config", "core.hooksPath", NO_HOOKS)
         if not installation:
             names = [n.removeprefix("hosts/") for n in ws.git("ls-tree", "-d", "--name-only", "HEAD", "hosts/").split()]
             installation = names[0] if len(names) == 1 else None

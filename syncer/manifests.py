@@ -59,7 +59,7 @@ class Manifests:
 
 
 def check_installation(name: str) -> str:
-    if not _INSTALLATION.match(name) or name in (".", ".."):
+    if not _INSTALLATION.fullmatch(name) or name in (".", ".."):  # fullmatch: "$" allows a final "\n"
         raise ConfigError(f"installation {name!r}: not a valid name (letters, digits, '.', '_', '-')")
     return name
 
