@@ -22,6 +22,7 @@ from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import get_path, normalize, MISSING
+from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, secret_value
 from syncer.values import describe_change
 
 
@@ -105,6 +106,38 @@ _PERSON_MANAGERS = ("k9s", "Mozilla", "lens")
 def _added_by_person(manager: str | None) -> bool:
     """Was a live-only list item added by a person (not by admission, a controller or the server)?"""
     return manager is not None and (manager.startswith("kubectl") or manager.startswith(_PERSON_MANAGERS))
+
+
+#: ConfigMap maps whose keys are judged one by one for secrets.
+_SECRET_MAPS = (("data",), ("binaryData",))
+
+
+def _looks_secret(kind: str, path: Path, git: Any, live: Any, patterns: Sequence[str]) -> str | None:
+    """Why the value at ``path`` looks like a secret (never copied, never shown), else None."""
+    if kind == "ConfigMap" and len(path) == 2 and path[:1] in _SECRET_MAPS and is_secret_key(str(path[1]), patterns):
+        return f"key name {path[1]!r}"
+    shape = secret_value(live) or secret_value(git)
+    return f"value shaped like {shape}" if shape else None
+
+
+def _judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str]) -> list[tuple[FieldDiff, str | None]]:
+    """Each difference with why it looks secret; a whole ConfigMap map added live is judged
+    key by key: its secret keys become differences of their own, the rest stays one."""
+    out: list[tuple[FieldDiff, str | None]] = []
+    for fd in fds:
+        if kind == "ConfigMap" and fd.path in _SECRET_MAPS and isinstance(fd.live, dict) \
+                and not isinstance(fd.git, dict):
+            why = {k: _looks_secret(kind, fd.path + (k,), None, v, patterns) for k, v in fd.live.items()}
+            if any(why.values()):
+                rest = {k: v for k, v in fd.live.items() if not why[k]}
+                if rest:
+                    out.append((replace(fd, live=rest), None))
+                out += [(replace(fd, path=fd.path + (k,), git=None, live=fd.live[k], cls=DriftClass.ADDED,
+                                 live_path=fd.where_live + (k,)), w)
+                        for k, w in why.items() if w]
+                continue
+        out.append((fd, _looks_secret(kind, fd.path, fd.git, fd.live, patterns)))
+    return out
 
 
 def _edit_for(fd: FieldDiff) -> Edit | None:
@@ -230,10 +263,20 @@ def _object_drifts(
             out.append(replace(drift, base=verdict.base, base_why=verdict.why, base_note=note))
             if obj.templated and out[-1].action is not Action.REPORT:
                 out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
-    for fd in diffs:
+    patterns = (*DEFAULT_SECRET_PATTERNS, *config.secret_keys)
+    for fd, looks_secret in _judge_secrets(ref.kind, diffs, patterns):
         verdict = bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live)
         dirn = verdict.direction
         manager, when = classify.provenance(live, fd.where_live)
+        if looks_secret and not secret:
+            # Never copied into git, never shown anywhere (text, JSON, PR, commit, webhooks, logs).
+            shown_git = None if fd.git is None else REDACTED
+            shown_live = None if fd.live is None else REDACTED
+            out.append(Drift(ref, obj.file, fd.path, shown_git, shown_live, dirn, fd.cls, Action.REPORT, manager,
+                             when, "looks like a secret (value not shown)",
+                             f"looks like a secret ({looks_secret}): never copied into git; keep it in a Secret",
+                             base=verdict.base, base_why=verdict.why, base_note=note))
+            continue
         changed = classify.parse_time(when) or observed_since
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
         if obj.templated and action is not Action.REPORT:

@@ -1,9 +1,12 @@
 """Keep secrets out of everything syncer prints, logs, posts or raises.
 
-Three tools, all pure:
+Tools, all pure:
 
-- ``redact_value(key, value)``: hide a value whose *key name* looks secret
-  (``API_TOKEN``, ``db.password``, ...), for drift tables, PR bodies and webhooks.
+- ``is_secret_key(key)`` / ``secret_value(value)``: does a ConfigMap key name look secret
+  (whole words: ``DB_PASSWORD``, ``apiKey``; not ``key3`` or ``CACHE_KEY_PREFIX``), does a
+  value have a secret's shape (a PEM private key, a JWT, a known token, a URL with a
+  password)? The engine never copies such values into git and shows them nowhere.
+- ``redact_value(key, value)``: the value, or ``‹redacted›`` when either says secret.
 - ``redact_text(text, secrets)``: replace known secret strings (the forge token) wherever
   they occur, also in their URL-encoded form; for log lines and exception messages.
 - ``redact_url(text)``: drop the password (or a token used as user name) from every URL's
@@ -22,16 +25,33 @@ REDACTED = "‹redacted›"
 #: What a known secret string is replaced with inside free text.
 MASK = "***"
 
-#: Key names (regular expressions, matched case-insensitively anywhere in the key) whose
-#: values are never shown.
+#: Key names whose values are never shown, and never copied into git: each is a sequence
+#: of whole words. A key is split into words at ``_ . - /``, spaces and camelCase humps
+#: (``dbPassword`` -> db, password), and matches when the words of a pattern appear
+#: consecutively in it: ``API_KEY`` matches ``apiKey`` and ``STRIPE_API_KEY``, not
+#: ``CACHE_KEY_PREFIX``, ``key3`` or ``MONKEY``.
 DEFAULT_SECRET_PATTERNS: tuple[str, ...] = (
-    "TOKEN",
-    "PASSWORD",
-    "PASSWD",
-    "SECRET",
-    "KEY",
-    "CREDENTIAL",
-    "PRIVATE",
+    "PASSWORD", "PASSWD", "PASSPHRASE", "SECRET", "SECRETS", "TOKEN", "TOKENS",
+    "CREDENTIAL", "CREDENTIALS", "API_KEY", "APIKEY", "PRIVATE_KEY", "PRIVATEKEY", "ACCESS_KEY", "SECRET_KEY",
+    "SSH_KEY", "SIGNING_KEY", "ENCRYPTION_KEY", "MASTER_KEY", "AUTH_KEY", "SESSION_KEY", "CLIENT_KEY",
+)
+#: A key ending in one of these words is *about* a secret (where it is, how long it lives),
+#: not the secret itself: ``PASSWORD_FILE``, ``TOKEN_URL``, ``SECRET_NAME`` stay visible.
+_ABOUT_WORDS = frozenset({
+    "file", "path", "dir", "url", "uri", "endpoint", "host", "ttl", "expiry", "expiration", "lifetime",
+    "timeout", "length", "header", "name", "ref", "type", "enabled", "policy", "prefix", "mount", "env",
+})
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_PLAIN_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+#: Value shapes that are secrets whatever the key is called.
+_SECRET_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a PEM private key", re.compile(r"-----BEGIN (?:[A-Z0-9]{1,16} ){0,4}PRIVATE KEY(?: BLOCK)?-----")),
+    ("a JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,512}\.eyJ[A-Za-z0-9_-]{8,65536}\.")),
+    ("an access token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255}|glpat-[A-Za-z0-9_-]{20,255}"
+                                   r"|xox[abprs]-[A-Za-z0-9-]{10,255}|AKIA[0-9A-Z]{16})")),
+    # bounded repeats: a megabyte of letters must not cost a quadratic scan
+    ("a URL with a password", re.compile(r"://[^/\s:@]{1,256}:[^/\s@]{1,256}@")),
 )
 
 # A user name that is really a token: well-known token prefixes, or a long opaque string.
@@ -40,16 +60,60 @@ _TOKEN_LIKE_USER = re.compile(
 )
 
 
+def key_words(key: str) -> list[str]:
+    """``"data.dbPassword"`` -> ``["data", "db", "password"]`` (lower case)."""
+    return [w.lower() for w in _WORD.findall(key)]
+
+
+def _matches(words: list[str], pattern: str) -> bool:
+    """The words of ``pattern`` appear consecutively in ``words``; when the key's last word
+    only says what the key is about (``PASSWORD_FILE``), the match must include it."""
+    want = key_words(pattern)
+    n = len(want)
+    if n == 0:
+        return False
+    starts = range(len(words) - n + 1)
+    if words[-1] in _ABOUT_WORDS:
+        starts = range(len(words) - n, len(words) - n + 1) if len(words) >= n else range(0)
+    return any(words[i:i + n] == want for i in starts)
+
+
 def is_secret_key(key: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> bool:
-    """True when ``key`` (e.g. ``data.API_TOKEN``) matches one of ``patterns``."""
-    return any(re.search(p, key, re.IGNORECASE) for p in patterns)
+    """True when the key name ``key`` (e.g. ``DB_PASSWORD``, ``data.apiKey``) looks secret.
+
+    ``patterns`` are whole-word sequences (see ``DEFAULT_SECRET_PATTERNS``); a pattern with
+    characters other than letters, digits, ``_ . -`` is a regular expression that must match
+    the whole key (case-insensitively), e.g. ``stripe_.*`` from ``secretKeys``.
+    """
+    words = key_words(key)
+    for pattern in patterns:
+        if _PLAIN_PATTERN.match(pattern):
+            if _matches(words, pattern):
+                return True
+        elif re.fullmatch(pattern, key, re.IGNORECASE):
+            return True
+    return False
+
+
+def secret_value(value: object) -> str | None:
+    """What secret ``value`` looks like (``"a JWT"``), or None. Strings inside lists and maps count."""
+    if isinstance(value, dict):
+        return next((w for w in map(secret_value, value.values()) if w), None)
+    if isinstance(value, list):
+        return next((w for w in map(secret_value, value) if w), None)
+    if not isinstance(value, str):
+        return None
+    for what, shape in _SECRET_VALUES:
+        if shape.search(value):
+            return what
+    return None
 
 
 def redact_value(
     key: str, value: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS
 ) -> str:
-    """``value``, or ``‹redacted›`` when ``key`` names something secret."""
-    return REDACTED if is_secret_key(key, patterns) else value
+    """``value``, or ``‹redacted›`` when ``key`` names something secret or ``value`` looks like one."""
+    return REDACTED if is_secret_key(key, patterns) or secret_value(value) else value
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:

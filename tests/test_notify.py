@@ -121,7 +121,7 @@ def test_known_secrets_are_masked_in_payloads(receiver: Receiver, client: httpx.
 
 
 @pytest.mark.parametrize(
-    "key", ["API_TOKEN", "db_password", "Passwd", "clientSecret", "SSH_KEY", "aws_credentials", "private", "data.apiKey"]
+    "key", ["API_TOKEN", "db_password", "Passwd", "clientSecret", "SSH_KEY", "aws_credentials", "PRIVATE_KEY", "data.apiKey"]
 )
 def test_redact_value_hides_secret_keys(key: str) -> None:
     assert redact_value(key, "hunter2") == REDACTED
