@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from syncer import escape
 from syncer.model import Action, Direction, Drift, DriftClass, Result
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key
 from syncer.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
@@ -48,8 +49,9 @@ def pr_fingerprint(result: Result, written: Sequence[Drift], title: str, labels:
     h = hashlib.sha256()
     rows = [[str(d.ref), d.file, d.path_text, d.git, d.live, d.cls.value, d.direction.value, d.manager, d.base,
              d.base_note] for d in written]
+    written_ids = {id(d) for d in written}  # a set: one lookup per drift, not a scan of the list
     rows += [[str(d.ref), d.path_text, d.cls.value, d.direction.value, d.detail, d.base] for d in result.drifts
-             if d not in written and d.cls is not DriftClass.CLEARED and d.action is not Action.WAIT]
+             if id(d) not in written_ids and d.cls is not DriftClass.CLEARED and d.action is not Action.WAIT]
     rows.sort(key=lambda row: json.dumps(row, default=str))
     h.update(json.dumps([title, sorted(labels), rows], sort_keys=True, default=str).encode())
     return h.hexdigest()[:16]
@@ -73,24 +75,25 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
     for d in result.drifts:
         if d.ref != last:
             out.append("")
-            out.append(_paint(f"{d.ref}  ({d.file})", "bold", color))
+            out.append(_paint(escape.line(f"{d.ref}  ({d.file})"), "bold", color))
             last = d.ref
         tone = {Action.WRITE: "green", Action.WAIT: "yellow", Action.REPORT: "red"}[d.action]
         head = f"  {d.path_text or '(object)'}: {d.detail}"
-        out.append(head)
+        out.append(escape.line(head))  # live-sourced: no ANSI escapes, no forged lines
         who = f" by {d.manager}" if d.manager else ""
         when = f" at {d.changed_at}" if d.changed_at else ""
-        out.append(_paint(
-            f"      {d.cls.value}, {d.direction.value} moved{who}{when} -> {d.action.value}: {d.reason}", tone, color))
+        out.append(_paint(escape.line(
+            f"      {d.cls.value}, {d.direction.value} moved{who}{when} -> {d.action.value}: {d.reason}"), tone, color))
         if d.base:
-            out.append(_paint(f"      base: {d.base}" + (f" ({d.base_why})" if d.base_why else ""), "dim", color))
+            out.append(_paint(escape.line(f"      base: {d.base}" + (f" ({d.base_why})" if d.base_why else "")),
+                              "dim", color))
         if d.base_note:
-            out.append(_paint(f"      note: {d.base_note}", "yellow", color))
+            out.append(_paint(escape.line(f"      note: {d.base_note}"), "yellow", color))
     for err in result.errors:
-        out.append(_paint(f"error: {err.message}", "red", color))
+        out.append(_paint(escape.line(f"error: {err.message}"), "red", color))
     if file_diffs:
         out.append("")
-        out.append(file_diffs.rstrip("\n"))
+        out.append(escape.terminal(file_diffs.rstrip("\n")))
     return "\n".join(out) + "\n"
 
 
@@ -104,11 +107,13 @@ def render_json(result: Result, patterns: Sequence[str] = DEFAULT_SECRET_PATTERN
 
 def commit_message(installation: str, drifts: Sequence[Drift], patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
     """Subject + one paragraph per object: field old -> new, manager, time."""
-    objects = sorted({d.ref for d in drifts})
+    by_ref: dict[Any, list[Drift]] = {}
+    for d in drifts:
+        by_ref.setdefault(d.ref, []).append(d)
     subject = f"syncer({installation}): copy {len(drifts)} live value(s) back from the cluster"
     lines = [subject, ""]
-    for ref in objects:
-        mine = [d for d in drifts if d.ref == ref]
+    for ref in sorted(by_ref):
+        mine = by_ref[ref]
         lines.append(f"{ref} ({mine[0].file}):")
         for d in mine:
             who = f" by {d.manager}" if d.manager else ""
@@ -123,13 +128,26 @@ def commit_message(installation: str, drifts: Sequence[Drift], patterns: Sequenc
                     lines.append(f"    … and {len(pairs) - MAX_LINES_SHOWN} more changed line(s)")
             lines.append(f"    {d.cls.value}{who}{when}")
         lines.append("")
+    # Live-sourced text (values, key names, managers) cannot add lines: no forged paragraphs
+    # or trailers, no NUL for git to refuse.
+    lines = [escape.line(text) for text in lines]
     lines.append(f"Syncer-Installation: {installation}")
     lines.append(f"Syncer-Drift-Hash: {drift_hash(drifts)}")
     return "\n".join(lines) + "\n"
 
 
+#: Characters of one value shown in a PR table cell; the commit holds the whole value.
+CELL_LIMIT = 300
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", "⏎")
+    """Live-sourced text as an inert table cell (no code-span breakout, split cell, HTML,
+    mention or link)."""
+    return escape.markdown(text, CELL_LIMIT)
+
+
+def _code(text: str) -> str:
+    return f"<code>{escape.markdown(text, CELL_LIMIT)}</code>"
 
 
 def pr_title(installation: str, drifts: Sequence[Drift]) -> str:
@@ -148,7 +166,7 @@ def pr_labels(result: Result) -> tuple[str, ...]:
 def _side(pairs: list[tuple[str | None, str | None]], which: int) -> str:
     """One side of a multi-line value's changed lines, for a table cell: one code span per line."""
     shown_lines = [p[which] for p in pairs[:MAX_LINES_SHOWN]]
-    cell = "<br>".join("—" if ln is None else f"`{ln}`" if ln.strip() else "(empty line)" for ln in shown_lines)
+    cell = "<br>".join("—" if ln is None else _code(ln) if ln.strip() else "(empty line)" for ln in shown_lines)
     if len(pairs) > MAX_LINES_SHOWN:
         cell += f"<br>… {len(pairs) - MAX_LINES_SHOWN} more"
     return cell
@@ -171,16 +189,16 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
     for d in written:
         pairs = _line_pairs(d, patterns)
         if pairs is None:
-            git_cell, live_cell = f"`{shown(d, d.git, patterns)}`", f"`{shown(d, d.live, patterns)}`"
+            git_cell, live_cell = _code(shown(d, d.git, patterns)), _code(shown(d, d.live, patterns))
         else:  # multi-line: just the lines that changed, one per line, as the log says it
             git_cell, live_cell = _side(pairs, 0), _side(pairs, 1)
         comment = (comments or {}).get((str(d.ref), d.path_text))
         if comment:
-            live_cell += f" ⚠️ the comment on this line in git, `{comment}`, may describe the old value"
-        lines.append("| " + " | ".join(_cell(x) for x in (
-            f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}", d.file, d.path_text,
+            live_cell += f" ⚠️ the comment on this line in git, {_code(comment)}, may describe the old value"
+        lines.append("| " + " | ".join((
+            _cell(f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}"), _cell(d.file), _cell(d.path_text),
             git_cell, live_cell, d.cls.value, d.direction.value,
-            d.base or "?", d.manager or "?", d.changed_at or "?")) + " |")
+            _cell(d.base or "?"), _cell(d.manager or "?"), _cell(d.changed_at or "?"))) + " |")
     notes = sorted({f"{d.ref}: {d.base_note}" for d in result.drifts if d.base_note})
     if notes:
         lines += ["", *(f"- ⚠️ {_cell(n)}" for n in notes)]
@@ -191,14 +209,15 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
     # Transient states stay out of the PR: a cleared Endpoints (an outage, reported by logs,
     # metrics and webhooks) and values still waiting to be stable would rewrite the PR at
     # every flap.
-    others = [d for d in result.drifts if d not in written and d.cls is not DriftClass.CLEARED
+    written_ids = {id(d) for d in written}  # a set: one lookup per drift, not a scan of the list
+    others = [d for d in result.drifts if id(d) not in written_ids and d.cls is not DriftClass.CLEARED
               and d.action is not Action.WAIT]
     if others:
         lines += ["", "### Reported, not written", ""]
         for d in others:
             mark = "⚠️ " if d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED) else ""
-            lines.append(f"- {mark}**{d.cls.value}** {d.ref} `{d.path_text or '(object)'}`: "
+            lines.append(f"- {mark}**{d.cls.value}** {_cell(str(d.ref))} {_code(d.path_text or '(object)')}: "
                          f"{_cell(d.detail) if not is_secret_key(d.path_text, patterns) else REDACTED} "
-                         f"({d.action.value}: {d.reason}" + (f"; base: {d.base}" if d.base else "") + ")")
+                         f"({d.action.value}: {_cell(d.reason)}" + (f"; base: {_cell(d.base)}" if d.base else "") + ")")
     lines += ["", "Reproduce locally:", "", "```", reproduce, "```", ""]
     return "\n".join(lines)

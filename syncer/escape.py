@@ -1,0 +1,58 @@
+"""Make live-sourced strings safe for each place syncer writes them. Pure.
+
+Values, key names, manager names and details come from the cluster, where anyone with edit
+rights on a ConfigMap chooses them. Each output has its own dangers:
+
+- ``line(text)``: commit messages and terminals. Control characters (NUL, ESC, CR, the
+  Unicode line/paragraph separators and bidi overrides) are escaped as ``\\xNN``/``\\uNNNN``
+  and a newline shows as ``⏎``, so a value can neither start a paragraph or a trailer in a
+  commit message, nor reach git as a NUL, nor move the cursor or recolor a terminal.
+- ``terminal(text)``: like ``line`` but keeps newlines (multi-line output such as file diffs).
+- ``markdown(text)``: a pull request body. On top of ``line``, the characters Markdown or
+  HTML give a meaning inside a line (backticks, pipes, backslashes, brackets, ``*``, ``~``,
+  ``<``, ``>``, ``&``) become numeric character references, and mentions (``@team``), issue references (``#12``) and links
+  (``https://``, ``www.``) are broken with an invisible word joiner: a value cannot close a
+  code span, split a table cell, ping people or plant a link.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: What a newline looks like on one line.
+NEWLINE = "⏎"
+#: Invisible, zero-width: breaks @mentions, #references and autolinks without changing the text read.
+_JOINER = "\u2060"
+
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_MD_CHARS = {c: f"&#{ord(c)};" for c in "&<>`\\|*[]~"}
+_MD_LINKS = re.compile(r"(?i)(?<=[@#])|(?<=:)(?=//)|(?<=www)(?=\.)")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch == "\t":
+        return "\\t"
+    if ch == "\r":
+        return "\\r"
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal(text: str) -> str:
+    """``text`` with every control character but the newline escaped."""
+    return _CONTROL.sub(_escape, text)
+
+
+def line(text: str, limit: int | None = None) -> str:
+    """``text`` as one safe line (newlines as ``⏎``), cut to ``limit`` characters."""
+    out = terminal(text).replace("\n", NEWLINE)
+    if limit is not None and len(out) > limit:
+        out = out[: max(limit - 1, 0)] + "…"
+    return out
+
+
+def markdown(text: str, limit: int | None = None) -> str:
+    """``text`` as inert Markdown/HTML on one line: shows as written, does nothing."""
+    flat = _MD_LINKS.sub(_JOINER, line(text, limit))
+    return "".join(_MD_CHARS.get(ch, ch) for ch in flat)
