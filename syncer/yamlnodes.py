@@ -346,6 +346,8 @@ def expected(data: Any, rel: Path, op: tuple[str, Any, Any]) -> Any:
         walk(data, rel)[key] = copy.deepcopy(value)
     elif kind == "append":
         walk(data, rel).append(copy.deepcopy(value))
+    elif kind == "add_many":  # value: the new keys and their values, in order
+        walk(data, rel).update(copy.deepcopy(value))
     else:
         del walk(data, rel)[key]
     return data
