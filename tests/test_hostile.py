@@ -183,7 +183,7 @@ def _with_secret_config(repo: Path) -> None:
     (host / "litellm.yaml").write_text(LITELLM)
     cm = host / "ollama-endpoint-manager.yaml"
     cm.write_text(cm.read_text().replace('  INTERVAL_SECONDS: "15"\n', '  INTERVAL_SECONDS: "15"\n  DB_PASSWORD: hunter2-GIT\n'))
-    cfg = host / "syncer.yaml"
+    cfg = host / "syncer.conf"
     cfg.write_text(cfg.read_text() + "secretKeys: ['stripe_.*']\n")
 
 
@@ -331,7 +331,7 @@ def test_pr_body_cells_are_inert_markdown(tmp_path: Path) -> None:
     rows = [ln for ln in body.splitlines() if ln.startswith("| ConfigMap")]
     assert len(rows) == 1
     cells = rows[0].replace("\\|", "").split("|")[1:-1]  # GFM splits at every pipe not escaped
-    assert len(cells) == 9
+    assert len(cells) == 10
     for bad in ("<img", "<script", "@org", "@admin", "see #1", "www.evil", "https://", "](", "`x`"):
         assert bad not in body, bad
     assert "@\u2060org" in body and "&#60;img" in body
