@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from syncer import USER_AGENT
+from syncer import httpbound
 from syncer.forges.base import PullRequest
 from syncer.model import Drift
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, redact_text
@@ -40,7 +41,9 @@ log = logging.getLogger("syncer.notify")
 
 EVENTS = ("pr.opened", "pr.updated", "pr.closed", "drift.undeclared", "drift.cleared")
 SLACK_PREFIX = "slack+"
-SLACK_MAX_DRIFTS = 10  # lines in a chat message before "... and N more"
+SLACK_MAX_DRIFTS = 10
+#: A webhook's answer matters only for its status: more than this is refused.
+MAX_ANSWER_BYTES = 64 * 1024  # lines in a chat message before "... and N more"
 
 _TITLES = {
     "pr.opened": "pull request opened",
@@ -105,12 +108,16 @@ class Notifier:
         target = url.removeprefix(SLACK_PREFIX)
         shown = shown_url(url)
         try:
-            response = self._client.post(
+            # The whole exchange within the timeout, and only a small answer read: a
+            # receiver that trickles or streams forever costs nothing after the deadline.
+            response = httpbound.send(
+                self._client,
+                "POST",
                 target,
                 content=body,
                 headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
                 timeout=self._timeout,
-                follow_redirects=False,
+                max_bytes=MAX_ANSWER_BYTES,
             )
         except httpx.HTTPError as exc:
             failures[index] = redact_text(f"{shown}: {type(exc).__name__}: {exc}", [target, *self._secrets])

@@ -107,9 +107,18 @@ class Health:
         return True, "ok\n"
 
 
+#: A connection that sends nothing for this long (before or between requests) is closed: a
+#: probe sends its request at once; idle or trickling clients must not hold workers.
+IDLE_TIMEOUT = 5.0
+#: Connections served at once; more are answered 503 and closed at once, so a flood of idle
+#: connections can neither exhaust file descriptors nor starve the kubelet's probes for long.
+MAX_WORKERS = 16
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: "StatusServer"
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_TIMEOUT  # socket timeout of every read: see StreamRequestHandler.setup
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds
         pass
@@ -140,12 +149,37 @@ class StatusServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, host: str, port: int, health: Health, metrics: Metrics) -> None:
+    def __init__(self, host: str, port: int, health: Health, metrics: Metrics,
+                 max_workers: int = MAX_WORKERS) -> None:
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
         self.health, self.metrics = health, metrics
         self._thread: threading.Thread | None = None
+        self._slots = threading.BoundedSemaphore(max_workers)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A worker thread per connection, at most ``max_workers`` at once."""
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.settimeout(0.5)
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 5\r\n"
+                                b"Connection: close\r\n\r\nbusy\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
     @property
     def port(self) -> int:

@@ -411,3 +411,174 @@ def test_secret_shapes_scan_hostile_megabytes_in_linear_time() -> None:
         secret_value(value)
         markdown(value, 300)
     assert time.monotonic() - start < 30  # a hang guard: each takes well under a second
+
+
+# -- 5. total deadlines and size limits on HTTP; a bounded status listener -------------
+
+
+class RawServer:
+    """A loopback TCP server running ``handler(conn)`` per connection: for misbehaving peers."""
+
+    def __init__(self, handler: Any) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = threading.Event()
+
+        def loop() -> None:
+            while not self.stop.is_set():
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    return
+                threading.Thread(target=self._run, args=(handler, conn), daemon=True).start()
+
+        threading.Thread(target=loop, daemon=True).start()
+
+    def _run(self, handler: Any, conn: Any) -> None:
+        try:
+            handler(conn, self.stop)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.sock.close()
+
+
+def _trickle(conn: Any, stop: Any) -> None:
+    """Headers that never end, one byte at a time: every socket read succeeds."""
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+    while not stop.wait(0.2):
+        conn.sendall(b"X")
+
+
+def _endless(conn: Any, stop: Any) -> None:
+    conn.recv(65536)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[")
+    chunk = b'"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",' * 2000
+    while not stop.is_set():
+        conn.sendall(chunk)
+
+
+def test_forge_call_against_a_trickling_server_ends_within_its_budget() -> None:
+    """Was: timeouts were per socket read; one byte every 2 s held a call past 150 s (budget 60 s)."""
+    import threading
+
+    import httpx
+
+    from syncer.errors import ForgeError
+    from syncer.forges._http import ForgeHttp
+
+    server = RawServer(_trickle)
+    outcome: list[Any] = []
+    try:
+        with httpx.Client() as client:
+            forge = ForgeHttp(client, forge="github", api_url=server.url, repo="o/r", token="t0k3n",
+                              timeout=1.0, budget=3.0, sleep=lambda s: None)
+
+            def call() -> None:
+                try:
+                    forge.request("GET", "/repos/o/r/pulls")
+                except ForgeError as exc:
+                    outcome.append(exc)
+
+            start = time.monotonic()
+            worker = threading.Thread(target=call, daemon=True)
+            worker.start()
+            worker.join(20)
+            assert not worker.is_alive(), "the forge call is still running after 20 s"
+            assert time.monotonic() - start < 8
+    finally:
+        server.close()
+    [exc] = outcome
+    assert "did not answer" in exc.message and exc.transient and "t0k3n" not in exc.message
+
+
+def test_forge_answer_without_end_is_refused_at_the_size_limit() -> None:
+    """Was: an endless body was read into memory (RSS grew to 3.5 GB)."""
+    import httpx
+
+    from syncer.errors import ForgeError
+    from syncer.forges._http import ForgeHttp
+
+    server = RawServer(_endless)
+    try:
+        with httpx.Client() as client:
+            forge = ForgeHttp(client, forge="gitea", api_url=server.url, repo="o/r", token="tok-123", timeout=30,
+                              budget=30)
+            forge.max_response = 4 * 1024 * 1024
+            with pytest.raises(ForgeError, match="answer larger than 4194304 bytes"):
+                forge.request("GET", "/repos/o/r/pulls")
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("handler", [_trickle, _endless])
+def test_webhooks_stop_talking_to_a_hostile_receiver_at_the_deadline(handler: Any) -> None:
+    """Was: ``notify`` returned at its deadline but its thread kept reading (forever, or
+    until memory ran out)."""
+    import threading
+
+    import httpx
+
+    from syncer.notify import Notifier
+
+    server = RawServer(handler)
+    try:
+        with httpx.Client() as client:
+            failures = Notifier([f"{server.url}/hook"], client, timeout=1.0).notify(
+                "pr.closed", {"installation": "asgard", "summary": "s"})
+            assert len(failures) == 1
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and any(t.name == "syncer-webhook" for t in threading.enumerate()):
+                time.sleep(0.05)
+            assert not any(t.name == "syncer-webhook" for t in threading.enumerate())
+    finally:
+        server.close()
+
+
+def test_status_listener_closes_idle_connections_and_bounds_its_workers() -> None:
+    """Was: no idle timeout: 254 idle connections made /healthz time out ("Too many open files")."""
+    import socket
+
+    import httpx
+
+    from syncer import server as srv
+    from syncer.metrics import Metrics
+
+    class Cache:
+        api_ok_at, api_error = time.time(), None
+
+    health = srv.Health(Cache(), tick=3600.0, resync=60.0)  # type: ignore[arg-type]
+    status = srv.StatusServer("127.0.0.1", 0, health, Metrics("asgard"), max_workers=4).start()
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(40):  # ten times the workers, all idle
+            idle.append(socket.create_connection(("127.0.0.1", status.port)))
+        start = time.monotonic()
+        while True:  # probes get an answer at once (503 busy) and, once the idle ones time out, 200
+            try:
+                code = httpx.get(f"http://127.0.0.1:{status.port}/healthz", timeout=2).status_code
+            except httpx.HTTPError:
+                code = 0
+            if code == 200:
+                break
+            assert code == 503 and time.monotonic() - start < srv.IDLE_TIMEOUT + 5
+            time.sleep(0.2)
+        assert time.monotonic() - start < srv.IDLE_TIMEOUT + 5
+        for sock in idle:  # every idle connection was closed by the server (recv would time out)
+            sock.settimeout(srv.IDLE_TIMEOUT + 2)
+            while sock.recv(100):
+                pass
+    finally:
+        for sock in idle:
+            sock.close()
+        status.stop()

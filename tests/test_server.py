@@ -87,7 +87,7 @@ def test_metrics_parse_and_show_the_drift(asgard_repo: Path, fake: FakeKubeAPI, 
     [last] = families["syncer_last_sync_timestamp_seconds"].samples
     assert last.value == clock()
     errors = {s.labels["stage"]: s.value for s in families["syncer_sync_errors"].samples if s.name.endswith("_total")}
-    assert errors == {"watch": 0.0, "git": 0.0, "forge": 0.0, "detect": 0.0, "state": 0.0}
+    assert errors == {"watch": 0.0, "git": 0.0, "forge": 0.0, "detect": 0.0, "state": 0.0, "object": 0.0}
     assert [s.value for s in families["syncer_pull_request_open"].samples] == [0.0]
     assert [s.value for s in families["syncer_watch_restarts"].samples if s.name.endswith("_total")] == [0.0]
 

@@ -2,7 +2,8 @@
 
 It owns the rules that must not differ between forges:
 
-- every call is time-bounded (``timeout`` per attempt) and all retries of one call share
+- every call is time-bounded (``timeout`` per attempt, for the whole exchange: see
+  ``httpbound``; bodies over 16 MiB are refused) and all retries of one call share
   one budget (``budget`` seconds), measured with the injected ``clock`` and ``sleep``;
 - connect errors, timeouts and 500/502/503/504 are retried with capped exponential
   backoff and jitter;
@@ -29,6 +30,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from syncer import USER_AGENT
+from syncer import httpbound
 from syncer.errors import ForgeError
 from syncer.redact import redact_text, redact_url
 
@@ -111,6 +113,7 @@ class ForgeHttp:
         self._headers = dict(extra_headers or {})
         self.timeout = timeout
         self.budget = budget
+        self.max_response = httpbound.MAX_RESPONSE_BYTES
         self._sleep = sleep
         self._clock = clock
         self._jitter = jitter
@@ -161,20 +164,25 @@ class ForgeHttp:
             remaining = self.budget - max(self._clock() - started, slept)
             problem: str
             try:
-                response = self._client.request(
+                response = httpbound.send(
+                    self._client,
                     method,
                     url,
                     params=params,
                     json=json,
                     headers=headers,
+                    # the whole exchange, not each socket read: a trickling server cannot
+                    # hold a call past its share of the budget
                     timeout=max(min(self.timeout, remaining), 0.05),
-                    follow_redirects=False,  # never carry the token to another host
+                    max_bytes=self.max_response,
                 )
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
                 problem = f"{kind} ({type(exc).__name__}: {exc})"
                 wait = self._backoff(attempt)
                 rate_limited = False
+            except httpbound.ResponseTooLarge as exc:
+                raise self.error(f"{self.forge} at {self.shown_url}: {exc}", transient=True) from exc
             except httpx.HTTPError as exc:
                 raise self.error(
                     f"{self.forge} at {self.shown_url}: {shown} failed: {type(exc).__name__}: {exc}",
