@@ -28,6 +28,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from syncer.errors import ConfigError
+from syncer.repofile import excerpt, read_inside
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
 from syncer.ownership import DEFAULT_APPLIERS
@@ -119,7 +120,7 @@ class Config:
 
 def _expect(value: Any, typ: type | tuple[type, ...], where: str, what: str) -> Any:
     if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
-        raise ConfigError(f"{where}: expected {what}, got {type(value).__name__} {value!r}")
+        raise ConfigError(f"{where}: expected {what}, got {type(value).__name__} {excerpt(value)}")
     return value
 
 
@@ -241,10 +242,9 @@ def load_config(host_dir: Path, installation: str, display: str | None = None, *
         return Config(installation=installation, namespace=namespace or "default",
                       source=display or f"hosts/{installation}/{CONFIG_NAME}")
     display = display or f"hosts/{installation}/{path.name}"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{display}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    # Only inside the repository (hosts/<installation>/ is two levels below its top): a
+    # symlink to a token file is refused, not read and echoed in an error.
+    text = read_inside(path, display, host_dir.parent.parent)
     return _parsed(text, display, installation, namespace)
 
 

@@ -23,6 +23,7 @@ from ruamel.yaml.tag import Tag
 
 from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
+from syncer.repofile import read_inside
 from syncer.kinds import CLUSTER_SCOPED
 from syncer.model import FileError, ObjectRef, Path as ObjPath
 
@@ -322,15 +323,7 @@ def parse_documents(text: str, display: str) -> list[Any]:
 
 
 def _read(path: Path, display: str, repo: Path) -> str:
-    if path.is_symlink() and not path.resolve().is_relative_to(repo.resolve()):
-        raise ConfigError(f"{display}: symlink points outside the repository; not read")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ConfigError(f"{display}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; not read")
-    raw = path.read_bytes()
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{display}: not UTF-8 text (bad byte at offset {exc.start})") from exc
+    return read_inside(path, display, repo, MAX_FILE_BYTES)
 
 
 def manifest_files(repo: Path, installation: str) -> list[Path]:

@@ -582,3 +582,127 @@ def test_status_listener_closes_idle_connections_and_bounds_its_workers() -> Non
         for sock in idle:
             sock.close()
         status.stop()
+
+
+# -- 6. config and manifests only from inside the repository ----------------------------
+
+SA_TOKEN = "eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJl"
+
+
+def test_config_symlinked_out_of_the_repository_is_not_read_nor_echoed(tmp_path: Path) -> None:
+    """Was: syncer.yaml may be a symlink out of the repository, and the error echoed the
+    target's content (a service-account token)."""
+    from syncer.config import CONFIG_NAME
+
+    repo = make_repo(tmp_path)
+    token = tmp_path / "token"
+    token.write_text(SA_TOKEN)
+    conf = repo / "hosts" / "asgard" / CONFIG_NAME
+    conf.unlink()
+    conf.symlink_to(token)
+    code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert code == 2 and out == ""
+    assert "symlink points outside the repository; not read" in err
+    assert SA_TOKEN[:12] not in err
+
+
+def test_config_errors_quote_only_a_short_redacted_excerpt(tmp_path: Path) -> None:
+    from syncer.config import CONFIG_NAME
+
+    repo = make_repo(tmp_path)
+    conf = repo / "hosts" / "asgard" / CONFIG_NAME
+    conf.write_text(SA_TOKEN + "\n")  # a scalar, not a mapping
+    code, _, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert code == 2 and "expected a mapping, got str ‹redacted›" in err and SA_TOKEN[:12] not in err
+    conf.write_text("namespace: " + "x" * 5000 + "\ntrack: 7\n")
+    code, _, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert code == 2 and len(err) < 300, err
+
+
+def test_manifests_under_a_symlinked_directory_or_special_files_are_not_read(tmp_path: Path) -> None:
+    import os
+
+    from syncer.errors import ConfigError
+
+    repo = make_repo(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "stolen.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stolen, namespace: ai}\n")
+    (repo / "hosts" / "asgard" / "linked").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(repo / "hosts" / "asgard" / "fifo.yaml")
+    start = time.monotonic()
+    code, out, _ = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert time.monotonic() - start < 30  # a FIFO would block a plain read forever
+    assert code == 1 and "stolen" not in out  # neither is a manifest of the repository
+    assert "data.MAC_ADDRS" in out
+    from syncer.repofile import read_inside
+
+    with pytest.raises(ConfigError, match="fifo.yaml: not a regular file; not read"):
+        read_inside(repo / "hosts" / "asgard" / "fifo.yaml", "fifo.yaml", repo)
+    with pytest.raises(ConfigError, match="linked/stolen.yaml: symlink points outside the repository"):
+        read_inside(repo / "hosts" / "asgard" / "linked" / "stolen.yaml", "linked/stolen.yaml", repo)
+
+
+# -- the smaller items -------------------------------------------------------------------
+
+
+def test_malformed_kubeconfig_is_one_clear_line(tmp_path: Path) -> None:
+    """Was: a traceback (TypeError) for ``clusters: 5``."""
+    repo = make_repo(tmp_path)
+    kc = tmp_path / "kubeconfig"
+    kc.write_text("clusters: 5\n")
+    code, out, err = run("diff", "asgard", "--repo", str(repo), "--kubeconfig", str(kc))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"syncer: error: kubeconfig {kc}: malformed") and err.count("\n") == 1
+
+
+def test_kubeconfig_server_userinfo_is_never_printed(tmp_path: Path) -> None:
+    """Was: ``cannot reach the API server at https://admin:s3cretpw@...``."""
+    import socket
+
+    repo = make_repo(tmp_path)
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://admin:s3cretpw@127.0.0.1:{port}"}}}}]
+users: [{{name: u, user: {{token: abc}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    code, out, err = run("diff", "asgard", "--repo", str(repo), "--kubeconfig", str(kc))
+    assert code == 2
+    assert "s3cretpw" not in out + err and f"https://admin:***@127.0.0.1:{port}" in err
+
+
+def test_alias_bomb_added_live_costs_only_its_object_and_exits_2(tmp_path: Path) -> None:
+    """Was: the bomb's values (added live, so never walked node by node) were expanded when
+    described: MemoryError, a traceback and exit 1."""
+    repo = make_repo(tmp_path)
+    (repo / "hosts" / "asgard" / "bomb.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb, namespace: ai}\ndata:\n  x: '1'\n")
+    levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    levels += [f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]" for p, c in zip("abcdef", "bcdefg")]
+    live = tmp_path / "live.yaml"
+    live.write_text(EXAMPLE_LIVE.read_text() + "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: bomb, namespace: ai}\n"
+                    "  data:\n" + "".join(f"    {line}\n" for line in levels) + "    h: [*g,*g,*g,*g,*g,*g,*g,*g,*g]\n")
+    start = time.monotonic()
+    code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(live))
+    assert time.monotonic() - start < 30
+    assert code == 2, err
+    assert "error: ConfigMap/ai/bomb: live object: more than 500000 values (an alias bomb?); not compared" in out
+    assert "data.MAC_ADDRS" in out
+
+
+def test_memory_error_anywhere_is_exit_2_and_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from syncer import cli
+
+    def explode(*_: Any) -> int:
+        raise MemoryError
+
+    monkeypatch.setitem(cli.COMMANDS, "diff", explode)
+    code, out, err = run("diff", "asgard")
+    assert (code, out) == (2, "")
+    assert err == "syncer: error: input too large or too deeply nested to process (MemoryError)\n"
