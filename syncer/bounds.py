@@ -71,3 +71,25 @@ def load_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth
         return json.loads(raw)
     except RecursionError:  # cannot happen under the depth limit; never let it escape anyway
         raise InputRejected(f"{what}: JSON nested too deeply; not read", transient=False) from None
+
+
+#: Values (mapping entries, list items, scalars) one live object may expand to. Aliases in a
+#: YAML snapshot share subtrees, so nine lines can stand for 387 million values (an alias
+#: bomb); the largest real objects (a ConfigMap near the 1 MiB limit) hold tens of thousands.
+MAX_NODES = 500_000
+
+
+def check_nodes(data: Any, what: str, limit: int = MAX_NODES) -> None:
+    """``InputRejected`` when ``data``, with every alias expanded, holds more than ``limit``
+    values. Stops counting at the limit: linear in ``limit`` at worst, no recursion."""
+    stack = [data]
+    count = 0
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > limit:
+            raise InputRejected(f"{what}: more than {limit} values (an alias bomb?); not compared", transient=False)
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)

@@ -507,6 +507,9 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except SyncerError as exc:
         stderr.write(f"syncer: error: {redact_text(exc.message, secrets)}\n")
         return EXIT_ERROR
+    except (MemoryError, RecursionError) as exc:  # a hostile input past every limit: still exit 2, one line
+        stderr.write(f"syncer: error: input too large or too deeply nested to process ({type(exc).__name__})\n")
+        return EXIT_ERROR
     except KeyboardInterrupt:
         stderr.write("syncer: interrupted\n")
         return EXIT_ERROR

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from syncer import bases, classify, endpoints, ownership
+from syncer.bounds import check_nodes
 from syncer.config import Config
 from syncer.diff import FieldDiff, align, compare
 from syncer.errors import ClusterError, ConfigError
@@ -350,6 +351,7 @@ def detect(
             if ref in family.shadowed:
                 checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
                 continue
+            check_nodes(live, "live object")  # an alias bomb in a snapshot costs this object only
             binding = family.binding(obj, live, config, source, manifests, cache) \
                 if endpoints.is_family(ref.kind) else None
             since = observed_since.get(ref) if observed_since else None

@@ -53,6 +53,7 @@ from syncer import __version__
 from syncer.endpoints import ALTERNATE_VERSIONS
 from syncer.errors import ClusterError, ConfigError
 from syncer.model import ObjectRef
+from syncer.redact import redact_url
 
 JSON = dict[str, Any]
 
@@ -340,7 +341,18 @@ def _kubeconfig_files(kubeconfig: str | None) -> list[Path]:
 
 
 def load_connection(kubeconfig: str | None, context: str | None) -> Connection:
-    """Connection settings from a kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
+    """Connection settings from a kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster.
+
+    A kubeconfig of the wrong shape (``clusters: 5``) is one clear ConfigError, never a traceback.
+    """
+    try:
+        return _load_connection(kubeconfig, context)
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        raise ConfigError(f"kubeconfig {where}: malformed ({type(exc).__name__}: {str(exc)[:80]})") from None
+
+
+def _load_connection(kubeconfig: str | None, context: str | None) -> Connection:
     files = _kubeconfig_files(kubeconfig)
     if not files and not context:
         return _in_cluster()
@@ -546,7 +558,8 @@ class KubeClient:
 
     @property
     def host(self) -> str:
-        return self.conn.server
+        """The server URL as shown in messages: a password in its userinfo is masked."""
+        return redact_url(self.conn.server)
 
     @property
     def timeouts(self) -> Timeouts:
