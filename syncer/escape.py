@@ -26,7 +26,7 @@ _JOINER = "\u2060"
 
 _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 _MD_CHARS = {c: f"&#{ord(c)};" for c in "&<>`\\|*[]~"}
-_MD_LINKS = re.compile(r"(?i)(?<=[@#])|(?<=:)(?=//)|(?<=www)(?=\.)")
+_MD_LINKS = re.compile(r"(?i)(?<=[@#])(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)")
 
 
 def _escape(match: re.Match[str]) -> str:

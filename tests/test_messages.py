@@ -91,15 +91,17 @@ def test_pr_row_of_a_multiline_value_and_a_stale_comment(asgard_repo: Path, tmp_
     rows = {ln.split(" | ")[2]: ln for ln in out.splitlines() if ln.startswith("| ConfigMap/") or
             ln.startswith("| Endpoints/")}
     router = rows["data.router.env"]
-    assert " | `OLLAMA_ROUTING_MODE=least_inflight`<br>— | `OLLAMA_ROUTING_MODE=weighted`<br>`OLLAMA_NEW=1`" in router
+    assert (" | <code>OLLAMA_ROUTING_MODE=least_inflight</code><br>— | <code>OLLAMA_ROUTING_MODE=weighted</code><br>"
+            "<code>OLLAMA_NEW=1</code>") in router
     assert "OLLAMA_KEEP_ALIVE" not in router and "⏎" not in router
     # The block scalar's header comment stays through the edit: the row says it may be stale.
-    assert "the comment on this line in git, `# routing knobs, tuned for the M1`, may describe the old value" in router
+    assert ("the comment on this line in git, <code># routing knobs, tuned for the M1</code>, may describe the old "
+            "value") in router
     # asgard's Endpoints lines carry comments naming the host of the old address.
     by_object = {ln.split(" | ")[0]: ln for ln in out.splitlines() if ln.startswith("| Endpoints/")}
-    assert ("`192.168.68.75` ⚠️ the comment on this line in git, `# Mac Studio, LAN`, may describe the old value"
-            in by_object["| Endpoints/ai/mac-ollama"])
-    assert "`# M1 laptop, tailnet`, may describe the old value" in by_object["| Endpoints/ai/m1-ollama"]
+    assert ("<code>192.168.68.75</code> ⚠️ the comment on this line in git, <code># Mac Studio, LAN</code>, may "
+            "describe the old value" in by_object["| Endpoints/ai/mac-ollama"])
+    assert "<code># M1 laptop, tailnet</code>, may describe the old value" in by_object["| Endpoints/ai/m1-ollama"]
     # Values whose line has no comment say nothing of the kind.
     assert "may describe" not in rows["data.MAC_ADDRS"]
 
