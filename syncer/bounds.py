@@ -24,9 +24,6 @@ MAX_JSON_BYTES = 1024 * 1024
 #: Kubernetes objects nest about 15 levels deep (a CRD's schema a few dozen); Python's
 #: ``json`` recurses once per level and gives up near 1,000.
 MAX_JSON_DEPTH = 128
-#: Keys one ConfigMap ``data`` map may add in one pass (the API server's 1 MiB object limit
-#: allows about 100,000 one-character keys; a real map holds tens).
-MAX_KEYS = 50_000
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
