@@ -70,7 +70,7 @@ def _matches(words: list[str], pattern: str) -> bool:
     only says what the key is about (``PASSWORD_FILE``), the match must include it."""
     want = key_words(pattern)
     n = len(want)
-    if n == 0:
+    if n == 0 or not words:  # a whole object (empty path) has no key to look secret
         return False
     starts = range(len(words) - n + 1)
     if words[-1] in _ABOUT_WORDS:

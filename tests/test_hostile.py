@@ -264,11 +264,22 @@ def test_secret_key_hits(key: str) -> None:
 
 @pytest.mark.parametrize("key", ["key3", "CACHE_KEY_PREFIX", "MONKEY", "TOKENIZER", "KEYCLOAK_REALM", "SORT_KEY",
                                  "PRIMARY_KEY", "keyspace", "TOKEN_URL", "SECRET_NAME", "PASSWORD_FILE",
-                                 "MAC_ADDRS", "private", "PASSWORD_MIN_LENGTH"])
+                                 "MAC_ADDRS", "private", "PASSWORD_MIN_LENGTH", "", "-", "[0]"])
 def test_secret_key_near_misses(key: str) -> None:
     from syncer.redact import is_secret_key
 
     assert not is_secret_key(key)
+
+
+def test_object_missing_live_renders_in_json(tmp_path: Path) -> None:
+    # A whole object (empty path) is not a key: the secret check must not trip over it.
+    repo = make_repo(tmp_path)
+    items = [i for i in example_items() if i["kind"] != "Endpoints" or i["metadata"]["name"] != "mac-ollama"]
+    code, doc, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(live_file(tmp_path, items)),
+                         "-o", "json")
+    assert code == 1, err
+    gone = [d for d in json.loads(doc)["drifts"] if d["kind"] == "Endpoints" and d["name"] == "mac-ollama"]
+    assert [d["path"] for d in gone] == [""] and gone[0]["live"] is None, gone
 
 
 def test_secret_value_shapes_and_near_misses() -> None:
