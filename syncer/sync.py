@@ -79,6 +79,9 @@ class Outcome:
     body: str = ""
     labels: tuple[str, ...] = ()
     messages: list[str] = field(default_factory=list)
+    #: The installation as detection loaded it, while the clone still holds exactly that (no
+    #: file written), so the sidecar need not load it again; None once files were written.
+    loaded: Loaded | None = None
 
 
 #: Optional inputs the sidecar passes through to detection: a config override (``--config``)
@@ -113,9 +116,9 @@ def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
             store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None) -> Outcome:
     """What ``sync`` would do, computed on ``repo`` as it is; writes nothing."""
-    _, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
-                                         observed_since)
-    out = Outcome(result, drifts, changes)
+    loaded, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
+                                              observed_since)
+    out = Outcome(result, drifts, changes, loaded=loaded)
     if drifts:
         out.title, out.body, out.labels = (pr_title(installation, drifts),
                                            pr_body(result, drifts, reproduce, comments=_comments(changes)),
@@ -130,9 +133,9 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
     notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
     for _attempt in range(MAX_PUSH_ATTEMPTS):
         ws.sync_to_base()
-        _, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
-                                             observed_since)
-        out = Outcome(result, drifts, changes, messages=notes)
+        loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
+                                                  observed_since)
+        out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
         held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
         if held:
             out.messages.append(f"{len(held)} change(s) have no known base and are never committed directly: "
@@ -142,6 +145,7 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
             return out
         write_changes(ws.path, changes)
         out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
+        out.loaded = None  # the files changed: the sidecar loads them again
         if store is not None:
             store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
         if ws.push_base():
@@ -221,7 +225,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
             order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
             drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
             result, drifts, changes = _plan(ws.path, installation, result, drifts, loaded)
-    out = Outcome(result, drifts, changes)
+    out = Outcome(result, drifts, changes, loaded=loaded)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
         if forge is not None:
@@ -240,6 +244,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
                                        pr_body(result, drifts, reproduce, comments=_comments(changes)), pr_labels(result))
     write_changes(ws.path, changes)
     out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
+    out.loaded = None  # the files changed: the sidecar loads them again
     unchanged = remote is not None and ws.tree(remote) == ws.tree() and ws.git("rev-parse", f"{remote}^") == base_sha
     if store is not None:
         store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
