@@ -27,8 +27,7 @@ from pathlib import Path as FsPath
 
 from ruamel.yaml.error import YAMLError
 
-from syncer import yamlnodes as yn
-from syncer import yamlscalar as ys
+from syncer import yamledit
 from syncer.model import Path
 
 #: ``git blame`` of a few lines takes milliseconds; a repository on a hung network
@@ -55,7 +54,7 @@ class LineChange:
 def _span(text: str, doc: int, path: Path) -> tuple[int, int] | None:
     """1-based first and last line of the value at ``path`` of document ``doc`` (with its key)."""
     try:
-        docs = yn.load(text)
+        docs = yamledit.load(text)
     except (YAMLError, ValueError, RecursionError):
         return None
     if not 0 <= doc < len(docs):
@@ -64,7 +63,7 @@ def _span(text: str, doc: int, path: Path) -> tuple[int, int] | None:
     node, start = docs[doc].root, docs[doc].root.start
     for part in path:
         if node.kind == "map":
-            hit = next(((k, v) for k, v in node.items if ys.same(yn.key(k), part)), None)
+            hit = next(((k, v) for k, v in node.items if yamledit.same(yamledit.mapping_key(k), part)), None)
             if hit is None:
                 return None
             start, node = hit[0].start, hit[1]

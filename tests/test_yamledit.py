@@ -15,7 +15,7 @@ from ruamel.yaml import YAML
 
 from syncer.errors import ConfigError
 from syncer.yamledit import YamlEditError, YamlFile
-from syncer.yamlscalar import block_body, double_quoted, plain_ok
+from syncer.yamledit import block_body, double_quoted, plain_ok
 
 
 def safe_load_all(text: str) -> list[Any]:

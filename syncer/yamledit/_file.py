@@ -42,10 +42,10 @@ from typing import Any
 
 from ruamel.yaml.error import YAMLError
 
-from syncer import yamlnodes as yn
-from syncer import yamlscalar as ys
 from syncer.errors import ConfigError
 from syncer.model import Path, format_path
+from syncer.yamledit import _scalar as ys
+from syncer.yamledit import _tree as yn
 
 __all__ = ["YamlEditError", "YamlFile"]
 

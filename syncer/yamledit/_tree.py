@@ -21,8 +21,8 @@ from ruamel.yaml.events import (
 )
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
-from syncer import yamlscalar as ys
 from syncer.model import Path
+from syncer.yamledit import _scalar as ys
 
 KEYS = YAML(typ="safe", pure=True)
 
