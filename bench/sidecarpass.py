@@ -1,6 +1,6 @@
 """One sidecar pass at scale: ``Loop.run_pass`` after one live change, 5,000 tracked objects.
 
-The sidecar's real ``Loop`` (syncer/loop.py) over a real git clone of a generated
+The sidecar's real ``Loop`` (syncer/sidecar/loop.py) over a real git clone of a generated
 installation (bench/gen.py: ConfigMaps, Services, Endpoints, Deployments, ~1 % drifted live),
 with its ``LiveCache`` filled from the generated live objects the way the watches fill it
 (``put``), as a follower (dry-run pass: sync the clone to the base branch, detect, record
@@ -29,11 +29,11 @@ def measure(n: int, rounds: int, root: Path) -> dict[str, Any]:
     from bench.gen import declared_objects, init_repos, live_object
     from syncer import gitrepo
     from syncer.gitrepo import Workspace
-    from syncer.livecache import LiveCache
-    from syncer.loop import Loop, LoopSettings
+    from syncer.sidecar.livecache import LiveCache
+    from syncer.sidecar.loop import Loop, LoopSettings
     from syncer.manifests import object_ref
-    from syncer.metrics import Metrics
-    from syncer.server import Health
+    from syncer.sidecar.metrics import Metrics
+    from syncer.sidecar.server import Health
     from syncer.sync import Mode
 
     inst, bare = init_repos(root, "bench", n)
@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
         import io
         import pstats
 
-        from syncer.loop import Loop
+        from syncer.sidecar.loop import Loop
 
         real, seen, prof = Loop.run_pass, [0], cProfile.Profile()
 

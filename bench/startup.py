@@ -52,7 +52,7 @@ IMPORT_RSS = (
     ("bare interpreter", "pass"),
     ("`import syncer.cli`", "import syncer.cli"),
     ("`import kubernetes`", "import kubernetes"),
-    ("`syncer run`'s imports", "import syncer.cli, syncer.sidecar, kubernetes.client, httpx"),
+    ("`syncer run`'s imports", "import syncer.cli, syncer.sidecar.app, kubernetes.client, httpx"),
 )
 
 
@@ -65,7 +65,7 @@ def _cached_env(cache: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(cache)
-    run_measured([sys.executable, "-c", "import syncer.cli, syncer.sidecar"], env=env, check=True)  # warm it
+    run_measured([sys.executable, "-c", "import syncer.cli, syncer.sidecar.app"], env=env, check=True)  # warm it
     return env
 
 
@@ -79,7 +79,7 @@ def run(quick: bool) -> Section:
         for _ in range(reps):  # interleaved: the neighbour's load hits every variant alike
             cli_runs.append(importtime("syncer.cli"))
             cli_cached.append(importtime("syncer.cli", cached))
-            side_cached.append(importtime("syncer.sidecar", cached))
+            side_cached.append(importtime("syncer.sidecar.app", cached))
             bare.append(run_measured([sys.executable, "-c", "pass"], env=cached, check=True).wall)
             helps.append(run_measured(syncer_cmd("--help"), check=True).wall)
             helps_cached.append(run_measured(syncer_cmd("--help"), env=cached, check=True).wall)
@@ -92,8 +92,8 @@ def run(quick: bool) -> Section:
     sec.row("`import syncer.cli` (cumulative, -X importtime), bytecode cached",
             f"{spread(total(cli_cached, 'syncer.cli'), '{:.0f}')} ms",
             baseline=f"as this environment runs it ({as_is}): {spread(total(cli_runs, 'syncer.cli'), '{:.0f}')} ms")
-    sec.row("`import syncer.sidecar` (the `run` path), bytecode cached",
-            f"{spread(total(side_cached, 'syncer.sidecar'), '{:.0f}')} ms")
+    sec.row("`import syncer.sidecar.app` (the `run` path), bytecode cached",
+            f"{spread(total(side_cached, 'syncer.sidecar.app'), '{:.0f}')} ms")
     sec.row("`syncer --help` wall time, bytecode cached", f"{spread(helps_cached, '{:.3f}')} s",
             baseline=f"`python -c pass`: {spread(bare, '{:.3f}')} s; as is ({as_is}): {spread(helps, '{:.3f}')} s")
     ratios = [h / b for h, b in zip(helps_cached, bare)]
@@ -121,6 +121,6 @@ def run(quick: bool) -> Section:
             note=f"`kubernetes` alone adds {(rss['`import kubernetes`'] - base) / 1024:.1f} MiB to a bare interpreter")
     sec.data = {"import_rss_kib": rss, "cli_ms_cached": total(cli_cached, "syncer.cli"),
                 "cli_ms_as_is": total(cli_runs, "syncer.cli"),
-                "sidecar_ms_cached": total(side_cached, "syncer.sidecar"), "help_s_cached": helps_cached,
+                "sidecar_ms_cached": total(side_cached, "syncer.sidecar.app"), "help_s_cached": helps_cached,
                 "help_s_as_is": helps, "python_s": bare, "top": top}
     return sec

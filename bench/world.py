@@ -33,8 +33,8 @@ KEYS = ("LOG_LEVEL", "TIMEOUT_SECONDS", "PORT")
 
 def sidecar_available() -> str | None:
     """None when ``syncer run`` exists; else why not."""
-    if not (ROOT / "syncer" / "loop.py").exists():
-        return "syncer/loop.py missing"
+    if not (ROOT / "syncer" / "sidecar" / "loop.py").exists():
+        return "syncer/sidecar/loop.py missing"
     ran = subprocess.run(syncer_cmd("run", "--help"), capture_output=True, text=True)
     if ran.returncode != 0:
         return "`syncer run` subcommand missing"

@@ -322,10 +322,10 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     import httpx
 
     from syncer import logs
-    from syncer.loop import LoopSettings
+    from syncer.sidecar.loop import LoopSettings
     from syncer.notify import Notifier
-    from syncer.server import parse_listen
-    from syncer.sidecar import Sidecar, SidecarSettings
+    from syncer.sidecar.server import parse_listen
+    from syncer.sidecar.app import Sidecar, SidecarSettings
 
     if args.live_file:
         raise ConfigError("run watches the API server; --live-file is for diff and sync")

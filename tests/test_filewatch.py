@@ -18,7 +18,7 @@ from test_sidecar import (  # noqa: F401 - fixtures
 
 from fakes.kube_api import FakeKubeAPI
 from syncer.filewatch import DirWatcher, rerun_on_change
-from syncer.sidecar import ConfigOverride
+from syncer.sidecar.app import ConfigOverride
 from syncer.sync import Mode
 
 CONFIG = (ROOT / "hosts" / "asgard" / "syncer.conf").read_text()

@@ -91,9 +91,9 @@ def test_deep_state_record_is_refused_loudly_and_the_pass_goes_on(tmp_path: Path
     from fakes.kube_api import FakeKubeAPI
     from test_sidecar import api_client
 
-    from syncer.metrics import Metrics
+    from syncer.sidecar.metrics import Metrics
     from syncer.model import ObjectRef
-    from syncer.state import ConfigMapStore
+    from syncer.sidecar.state import ConfigMapStore
 
     with FakeKubeAPI() as fake:
         fake.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "syncer-state", "namespace": "ai"},
@@ -111,7 +111,7 @@ def test_deep_state_record_is_refused_loudly_and_the_pass_goes_on(tmp_path: Path
 
 
 def test_failing_objects_show_in_a_metric() -> None:
-    from syncer.metrics import Metrics
+    from syncer.sidecar.metrics import Metrics
     from syncer.model import FileError, Result
 
     metrics = Metrics("asgard")
@@ -562,8 +562,8 @@ def test_status_listener_closes_idle_connections_and_bounds_its_workers() -> Non
 
     import httpx
 
-    from syncer import server as srv
-    from syncer.metrics import Metrics
+    from syncer.sidecar import server as srv
+    from syncer.sidecar.metrics import Metrics
 
     class Cache:
         api_ok_at, api_error = time.time(), None

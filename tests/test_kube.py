@@ -237,7 +237,7 @@ def test_diff_through_the_list_path_equals_the_get_path(fake_kube: FakeKubeAPI, 
 def test_an_idle_watch_stays_open_with_tcp_keepalive_instead_of_a_read_timeout(fake_kube: FakeKubeAPI,
                                                                                tmp_path: Path) -> None:
     from syncer.kube import KEEPALIVE_IDLE
-    from syncer.watch import WatchSettings
+    from syncer.sidecar.watch import WatchSettings
 
     client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None)
     settings = WatchSettings()

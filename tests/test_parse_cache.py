@@ -12,8 +12,8 @@ from conftest import EXAMPLE_LIVE, NOW, ROOT
 from syncer import engine, manifests
 from syncer.config import load_config
 from syncer.live import SnapshotSource
-from syncer.livecache import LiveCache
 from syncer.manifests import host_dir, load_manifests
+from syncer.sidecar.livecache import LiveCache
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from test_sidecar import (  # noqa: F401 - fixtures
 )
 
 from fakes.kube_api import FakeKubeAPI
-from syncer.livecache import LiveCache
-from syncer.metrics import Metrics
-from syncer.server import MAX_PASS, Health, parse_listen
+from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.metrics import Metrics
+from syncer.sidecar.server import MAX_PASS, Health, parse_listen
 from syncer.sync import Mode
 
 LOCAL = ("127.0.0.1", 0)

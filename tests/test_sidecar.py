@@ -32,11 +32,11 @@ from syncer.cli import main
 from syncer.forges.base import PullRequest
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
-from syncer.loop import LoopSettings
 from syncer.notify import Notifier
-from syncer.sidecar import Sidecar, SidecarSettings, StartupError
+from syncer.sidecar.app import Sidecar, SidecarSettings, StartupError
+from syncer.sidecar.loop import LoopSettings
+from syncer.sidecar.watch import WatchSettings
 from syncer.sync import Mode, load_installation
-from syncer.watch import WatchSettings
 
 NS = "ai"
 MAC = ("v1", "Endpoints", NS, "mac-ollama")

@@ -21,10 +21,10 @@ from test_sidecar import (
 
 from fakes.kube_api import FakeKubeAPI
 from syncer.gitrepo import Workspace
-from syncer.loop import LoopSettings
-from syncer.sidecar import Sidecar, SidecarSettings
+from syncer.sidecar.app import Sidecar, SidecarSettings
+from syncer.sidecar.loop import LoopSettings
+from syncer.sidecar.watch import WatchSettings
 from syncer.sync import Mode, load_installation
-from syncer.watch import WatchSettings
 
 NS = "ai"
 V1 = "discovery.k8s.io/v1"

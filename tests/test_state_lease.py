@@ -13,9 +13,9 @@ from test_sidecar import (  # noqa: F401 - fixtures
 )
 
 from fakes.kube_api import FakeKubeAPI
-from syncer.lease import LeaderElector
 from syncer.model import ObjectRef
-from syncer.state import ConfigMapStore
+from syncer.sidecar.lease import LeaderElector
+from syncer.sidecar.state import ConfigMapStore
 from syncer.sync import Mode
 
 REF = ObjectRef("v1", "ConfigMap", NS, "ollama-endpoint-manager")

@@ -11,9 +11,9 @@ from test_sidecar import TcpProxy, _loopback_only, api_client, fake, wait_for  #
 
 from fakes.kube_api import FakeKubeAPI
 from syncer.errors import ClusterError
-from syncer.livecache import LiveCache
 from syncer.model import ObjectRef
-from syncer.watch import ObjectWatcher, Target, WatchSet, WatchSettings, lines
+from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.watch import ObjectWatcher, Target, WatchSet, WatchSettings, lines
 
 NS = "ai"
 REF = ObjectRef("v1", "Endpoints", NS, "mac-ollama")

@@ -31,12 +31,12 @@ import pytest
 from syncer.cli import main
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
-from syncer.loop import LoopSettings
 from syncer.manifests import load_manifests
 from syncer.notify import Notifier
-from syncer.sidecar import Sidecar, SidecarSettings
+from syncer.sidecar.app import Sidecar, SidecarSettings
+from syncer.sidecar.loop import LoopSettings
+from syncer.sidecar.watch import WatchSettings
 from syncer.sync import Mode
-from syncer.watch import WatchSettings
 
 from .cluster import RealCluster
 

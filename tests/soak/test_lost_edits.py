@@ -24,7 +24,7 @@ from test_sidecar import (  # noqa: F401 - fixtures
 )
 
 from fakes.kube_api import FakeKubeAPI
-from syncer.sidecar import Sidecar
+from syncer.sidecar.app import Sidecar
 from syncer.sync import Mode
 
 
@@ -129,7 +129,7 @@ def test_git_set_back_to_an_older_proposal_by_hand_is_a_git_side_change(agreed: 
 
 def test_the_value_git_holds_is_remembered_however_many_proposals_follow(agreed: Path, fake: FakeKubeAPI,
                                                                           tmp_path: Path) -> None:
-    from syncer.state import MAX_PROPOSALS
+    from syncer.sidecar.state import MAX_PROPOSALS
 
     seed(fake, agreed)
     forge = RecordingForge()

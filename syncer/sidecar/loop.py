@@ -36,18 +36,18 @@ from syncer.config import Config, NEVER_WRITTEN
 from syncer.endpoints import SLICE, address_root
 from syncer.errors import ClusterError, ConfigError, ForgeError, GitError, SyncerError
 from syncer.gitrepo import Workspace
-from syncer.livecache import LiveCache
 from syncer.logs import event
-from syncer.metrics import Metrics
 from syncer.model import Action, Drift, DriftClass, ObjectRef, Result, Track
 from syncer.normalize import normalize
-from syncer.server import Health
+from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.metrics import Metrics
+from syncer.sidecar.server import Health
 from syncer.sync import Loaded, Mode, Outcome, dry_run, load_installation, sync_commit, sync_pr
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
     from syncer.notify import Notifier
-    from syncer.state import ConfigMapStore
+    from syncer.sidecar.state import ConfigMapStore
 
 log = logging.getLogger("syncer.loop")
 

@@ -33,9 +33,9 @@ from typing import Any
 
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream, api_error
-from syncer.livecache import LiveCache
 from syncer.logs import event
 from syncer.model import ObjectRef
+from syncer.sidecar.livecache import LiveCache
 
 log = logging.getLogger("syncer.watch")
 

@@ -46,10 +46,10 @@ from typing import Any
 from syncer.bounds import InputRejected, load_json
 from syncer.config import NEVER_WRITTEN
 from syncer.errors import ClusterError
+from syncer.kube import Conflict, Kube
 from syncer.logs import event
 from syncer.model import Drift, ObjectRef, Path
 from syncer.normalize import get_path
-from syncer.kube import Conflict, Kube
 
 log = logging.getLogger("syncer.state")
 

@@ -27,16 +27,16 @@ from syncer.config import Config, parse_config
 from syncer.errors import ClusterError, ConfigError
 from syncer.filewatch import DirWatcher
 from syncer.gitrepo import Workspace
-from syncer.lease import LEASE_DURATION, RENEW_INTERVAL, LeaderElector, identity
-from syncer.livecache import LiveCache
-from syncer.logs import event
-from syncer.loop import Loop, LoopSettings, tracked_refs
-from syncer.metrics import Metrics
-from syncer.server import Health, StatusServer
-from syncer.state import DEFAULT_NAME, ConfigMapStore
-from syncer.sync import load_installation
 from syncer.kube import ApiError, Conflict, Kube, Refused
-from syncer.watch import WatchSet, WatchSettings
+from syncer.logs import event
+from syncer.sidecar.lease import LEASE_DURATION, RENEW_INTERVAL, LeaderElector, identity
+from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.loop import Loop, LoopSettings, tracked_refs
+from syncer.sidecar.metrics import Metrics
+from syncer.sidecar.server import Health, StatusServer
+from syncer.sidecar.state import DEFAULT_NAME, ConfigMapStore
+from syncer.sidecar.watch import WatchSet, WatchSettings
+from syncer.sync import load_installation
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge

@@ -24,8 +24,8 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from syncer.livecache import LiveCache
-from syncer.metrics import Metrics
+from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.metrics import Metrics
 
 #: Extra time on top of the resync interval before an upstream counts as "not reached
 #: recently": a resync pass itself takes some seconds (git fetch), and must not make the pod

@@ -26,8 +26,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from syncer.errors import ClusterError
-from syncer.logs import event
 from syncer.kube import Conflict, Kube
+from syncer.logs import event
 
 log = logging.getLogger("syncer.lease")
 
