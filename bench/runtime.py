@@ -1,6 +1,6 @@
 """Sections 1-3: the sidecar (``syncer run``) against the fake API server, and a polling baseline.
 
-Two worlds, each an in-process ``FakeKubeAPI`` (tests/fakes/kube_api.py, bookmarks every
+Two worlds, each an in-process ``FakeKubeAPI`` (tests/fakes/kube_api/, bookmarks every
 60 s like a real API server) holding a generated 10-object installation, and a bare git
 repository holding its manifests:
 

@@ -3,7 +3,7 @@
 Every test talks to the server through the official Python client, built from a
 kubeconfig that ``RealCluster.kubeconfig()`` wrote. Observed objects and error
 bodies are written to ``tests/realapi/observed/`` when ``SYNCER_REALAPI_RECORD=1``,
-so the fast fake server (tests/fakes/kube_api.py) can be compared with reality.
+so the fast fake server (tests/fakes/kube_api/) can be compared with reality.
 """
 
 from __future__ import annotations
