@@ -34,9 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, Row, Section, rmtree, spread, syncer_cmd
-
-sys.path.insert(0, str(ROOT / "tests"))
-from realapi.cluster import RealCluster  # noqa: E402  (the tests' real API server harness)
+from tests.realapi.cluster import RealCluster  # the tests' real API server harness
 
 KUBECTL = os.environ.get("SYNCER_KUBECTL", "/usr/local/bin/kubectl")
 CM_PER_FILE, EP_PER_FILE = 20, 5

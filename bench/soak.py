@@ -40,15 +40,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-for _p in (ROOT, ROOT / "tests"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
-
-from bench.common import machine  # noqa: E402
-from soak.world import (  # noqa: E402
+from bench.common import machine
+from tests.soak.world import (
     BRANCH, CHANGELOG, CM_FILE, EP_FILE, SECRET_FILE, SYNCER_EMAIL, ZERO, Replica, Settings, Tally, World,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RESULTS = ROOT / "bench" / "RESULTS-soak.md"
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})

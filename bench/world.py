@@ -22,9 +22,7 @@ from typing import Any
 
 from bench.common import ROOT, ProcSample, git, git_env, proc_sample, read_ref, syncer_cmd
 from bench.gen import Installation, declared_objects, init_repos
-
-sys.path.insert(0, str(ROOT / "tests"))
-from fakes.kube_api import FakeKubeAPI, RequestRecord  # noqa: E402  (the tests' loopback fake)
+from tests.fakes.kube_api import FakeKubeAPI, RequestRecord  # the tests' loopback fake
 
 N_OBJECTS = 10
 POLL_N = 10.0

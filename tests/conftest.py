@@ -38,4 +38,4 @@ def asgard_repo(tmp_path: Path) -> Path:
     return work
 
 
-from fakes.kube_api import fake_kube_fixture  # noqa: E402,F401  (registers the ``fake_kube`` fixture)
+from tests.fakes.kube_api import fake_kube_fixture  # noqa: E402,F401  (registers the ``fake_kube`` fixture)

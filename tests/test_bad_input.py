@@ -6,7 +6,7 @@ import io
 import shutil
 from pathlib import Path
 
-from conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
 
 from syncer.cli import main
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import NOW, git
+from tests.conftest import NOW, git
 
 from syncer.cli import main
 from syncer.diff import compare, quantity

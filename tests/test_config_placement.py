@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
 
 from syncer import config as config_mod
 from syncer.cli import main

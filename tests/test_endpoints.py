@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, ROOT
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
 from syncer import endpoints
 from syncer.engine import detect
@@ -336,8 +336,8 @@ def test_one_shot_sync_notifies_once_per_service_not_per_slice(tmp_path: Path, l
     import io
     import json as _json
 
-    from conftest import git
-    from fakes.webhook import Receiver
+    from tests.conftest import git
+    from tests.fakes.webhook import Receiver
     from syncer.cli import main
 
     work, bare = tmp_path / "work", tmp_path / "origin.git"

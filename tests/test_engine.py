@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, ROOT
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
 from syncer.config import load_config
 from syncer.engine import detect

@@ -43,7 +43,7 @@ from kubernetes.client.exceptions import (
 )
 
 # the ``fake_kube`` fixture comes from tests/conftest.py (``fakes.kube_api.fake_kube_fixture``)
-from fakes.kube_api import LAST_APPLIED, FakeKubeAPI
+from tests.fakes.kube_api import LAST_APPLIED, FakeKubeAPI
 
 NS = "ai"
 USER = "system:serviceaccount:ai:syncer"

@@ -25,8 +25,9 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import NOW, git  # noqa: E402
+if not __package__:  # run as a script: the checkout's ``tests`` package, after any syncer on PYTHONPATH
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+from tests.conftest import NOW, git  # noqa: E402
 
 from syncer.cli import main  # noqa: E402
 from syncer.manifests import parse_documents  # noqa: E402

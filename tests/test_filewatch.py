@@ -11,12 +11,12 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
-from conftest import EXAMPLE_LIVE, ROOT
-from test_sidecar import (  # noqa: F401 - fixtures
+from tests.conftest import EXAMPLE_LIVE, ROOT
+from tests.test_sidecar import (  # noqa: F401 - fixtures
     FakeClock, _loopback_only, fake, live_like_example, seed, sidecar, wait_for,
 )
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.filewatch import DirWatcher, rerun_on_change
 from syncer.sidecar.app import ConfigOverride
 from syncer.sync import Mode

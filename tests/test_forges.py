@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import email.utils
 import logging
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,14 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tests.fakes.forges import FAKES, FakeForgeServer, FakeTime, init_bare_repo
 
-from fakes.forges import FAKES, FakeForgeServer, FakeTime, init_bare_repo  # noqa: E402
-
-from syncer.errors import ConfigError, ForgeError, PullRequestExists  # noqa: E402
-from syncer.forges import Forge, api_url, make_forge  # noqa: E402
-from syncer.forges._http import ForgeRateLimited  # noqa: E402
-from syncer.pullrequest import (  # noqa: E402
+from syncer.errors import ConfigError, ForgeError, PullRequestExists
+from syncer.forges import Forge, api_url, make_forge
+from syncer.forges._http import ForgeRateLimited
+from syncer.pullrequest import (
     HUMAN_PUSHED_MARKER,
     PrOutcome,
     Proposal,

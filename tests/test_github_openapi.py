@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tests.fakes.forges import FakeGitHub, FakeTime, init_bare_repo
 
-from fakes.forges import FakeGitHub, FakeTime, init_bare_repo  # noqa: E402
-
-from syncer.errors import PullRequestExists  # noqa: E402
-from syncer.forges.github import GitHubForge  # noqa: E402
-from syncer.pullrequest import PrOutcome, Proposal, reconcile_pull_request  # noqa: E402
+from syncer.errors import PullRequestExists
+from syncer.forges.github import GitHubForge
+from syncer.pullrequest import PrOutcome, Proposal, reconcile_pull_request
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "shared" / "forge-api" / "github-rest-pulls.json"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
 from ruamel.yaml import YAML
 
 from syncer.cli import main
@@ -88,8 +88,8 @@ def test_json_depth_ignores_brackets_inside_strings() -> None:
 
 def test_deep_state_record_is_refused_loudly_and_the_pass_goes_on(tmp_path: Path) -> None:
     """Was: RecursionError out of ``refresh``: every sidecar pass failed, /readyz stayed 200."""
-    from fakes.kube_api import FakeKubeAPI
-    from test_sidecar import api_client
+    from tests.fakes.kube_api import FakeKubeAPI
+    from tests.test_sidecar import api_client
 
     from syncer.sidecar.metrics import Metrics
     from syncer.model import ObjectRef
@@ -230,7 +230,7 @@ def test_secret_looking_keys_are_never_copied_into_git_nor_shown(asgard_repo: Pa
 
 def test_secret_values_never_reach_webhooks(asgard_repo: Path, tmp_path: Path) -> None:
     import httpx
-    from fakes.webhook import Receiver
+    from tests.fakes.webhook import Receiver
 
     from syncer.engine import detect
     from syncer.live import SnapshotSource

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
 
 from syncer.cli import main
 from syncer.config import load_config

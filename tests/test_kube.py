@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import NOW, ROOT
-from test_live_api import load_asgard_as_applied
+from tests.conftest import NOW, ROOT
+from tests.test_live_api import load_asgard_as_applied
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer import __version__
 from syncer.cli import main
 from syncer.errors import ConfigError

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import NOW, ROOT
+from tests.conftest import NOW, ROOT
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.cli import main
 from syncer.kube import Timeouts
 from syncer.manifests import load_manifests

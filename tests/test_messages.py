@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from conftest import EXAMPLE_LIVE, NOW, git
+from tests.conftest import EXAMPLE_LIVE, NOW, git
 
 from syncer.cli import main
 from syncer.values import changed_lines, describe_line

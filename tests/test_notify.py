@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from fakes.webhook import Receiver
+from tests.fakes.webhook import Receiver
 from syncer.forges.base import PullRequest
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef
 from syncer.notify import Notifier, is_slack, shown_url

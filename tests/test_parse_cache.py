@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, ROOT
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
 from syncer import engine, manifests
 from syncer.config import load_config

@@ -8,12 +8,12 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from test_sidecar import (  # noqa: F401 - fixtures
+from tests.test_sidecar import (  # noqa: F401 - fixtures
     FakeClock, TcpProxy, _loopback_only, agreed, api_client, fake, live_like_example, origin, seed, sidecar,
     wait_for,
 )
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.server import MAX_PASS, Health, parse_listen

@@ -25,9 +25,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ROOT, git
+from tests.conftest import ROOT, git
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.cli import main
 from syncer.forges.base import PullRequest
 from syncer.gitrepo import Workspace

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, git
-from test_sidecar import (
+from tests.conftest import ROOT, git
+from tests.test_sidecar import (
     FakeClock, RecordingForge, api_client, origin, origin_branches, origin_commits, recording_notifier, run_until,
     wait_for,
 )
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.gitrepo import Workspace
 from syncer.sidecar.app import Sidecar, SidecarSettings
 from syncer.sidecar.loop import LoopSettings
@@ -270,7 +270,7 @@ def test_one_shot_diff_reads_v1beta1_slices_where_v1_is_not_served(tmp_path: Pat
     import io
     import json
 
-    from fakes.kube_api import DEFAULT_RESOURCES, Resource
+    from tests.fakes.kube_api import DEFAULT_RESOURCES, Resource
     from syncer.cli import main
 
     beta = Resource("discovery.k8s.io", "v1beta1", "endpointslices", "endpointslice", "EndpointSlice")

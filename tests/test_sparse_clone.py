@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from conftest import ROOT, git
+from tests.conftest import ROOT, git
 
 from syncer.gitrepo import Identity, Workspace
 

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_sidecar import (  # noqa: F401 - fixtures
+from tests.test_sidecar import (  # noqa: F401 - fixtures
     CM, NS, FakeClock, _loopback_only, agreed, api_client, fake, origin_commits, seed, sidecar,
 )
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.model import ObjectRef
 from syncer.sidecar.lease import LeaderElector
 from syncer.sidecar.state import ConfigMapStore

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, git
+from tests.conftest import EXAMPLE_LIVE, NOW, git
 
-from fakes.forges import FAKES, FakeForgeServer
+from tests.fakes.forges import FAKES, FakeForgeServer
 from syncer.cli import main
 
 TOKEN = "forge-token-abc123"
@@ -114,7 +114,7 @@ def test_sleep_wake_flapping_never_touches_an_open_pr(asgard_repo: Path, forge: 
 
 def test_one_shot_sync_notifies_pr_events_and_undeclared(asgard_repo: Path, forge: FakeForgeServer,
                                                          tmp_path: Path) -> None:
-    from fakes.webhook import Receiver
+    from tests.fakes.webhook import Receiver
 
     live = tmp_path / "live.yaml"
     live.write_text(EXAMPLE_LIVE.read_text().replace("    - ip: 192.168.68.89", "    - ip: 192.168.68.201"))

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE_LIVE, NOW, git
+from tests.conftest import EXAMPLE_LIVE, NOW, git
 
 from syncer.cli import main
 from syncer.gitrepo import Workspace
@@ -167,7 +167,7 @@ def test_cleared_endpoints_produce_no_commit(asgard_repo: Path, tmp_path: Path) 
 
 
 def test_push_rejected_for_auth_is_one_clear_line(asgard_repo: Path, tmp_path: Path) -> None:
-    from fakes.git_http import GitHTTPServer
+    from tests.fakes.git_http import GitHTTPServer
 
     root = tmp_path / "srv"
     root.mkdir()
@@ -182,7 +182,7 @@ def test_push_rejected_for_auth_is_one_clear_line(asgard_repo: Path, tmp_path: P
 
 
 def test_https_push_with_git_token_file(asgard_repo: Path, tmp_path: Path) -> None:
-    from fakes.git_http import GitHTTPServer
+    from tests.fakes.git_http import GitHTTPServer
 
     root = tmp_path / "srv"
     root.mkdir()

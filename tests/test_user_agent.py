@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import NOW, ROOT
-from fakes.kube_api import FakeKubeAPI
+from tests.conftest import NOW, ROOT
+from tests.fakes.kube_api import FakeKubeAPI
 
 from syncer import USER_AGENT, __version__
 from syncer.cli import main

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_sidecar import TcpProxy, _loopback_only, api_client, fake, wait_for  # noqa: F401 - fixtures
+from tests.test_sidecar import TcpProxy, _loopback_only, api_client, fake, wait_for  # noqa: F401 - fixtures
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.errors import ClusterError
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache

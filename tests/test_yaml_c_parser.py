@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from tests.conftest import ROOT
 
 from syncer import manifests
 from syncer.errors import ConfigError

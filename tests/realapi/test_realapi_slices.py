@@ -270,10 +270,7 @@ def _comparable(code: int, doc: dict[str, Any]) -> tuple[Any, ...]:
 
 def test_the_fake_answers_endpointslice_requests_as_the_real_server(real_cluster: RealCluster, namespace: str,
                                                                     tmp_path: Path) -> None:
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tests"))
-    from fakes.kube_api import FakeKubeAPI
+    from tests.fakes.kube_api import FakeKubeAPI
 
     real_prefix = f"/apis/{BETA}/namespaces/{namespace}/endpointslices"
     real = [_comparable(*_probe(real_cluster.url, real_cluster.admin_token, getattr(real_cluster, "_ssl", None),

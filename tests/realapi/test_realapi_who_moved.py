@@ -360,11 +360,9 @@ def _kubectl_like_writes(request: Any, apply: Any, ns: str) -> list[list[tuple[s
 
 
 def test_the_fake_records_managed_fields_like_the_real_server(real_cluster: RealCluster, namespace: str) -> None:
-    import sys
     import urllib.request
 
-    sys.path.insert(0, str(ROOT / "tests"))
-    from fakes.kube_api import FakeKubeAPI
+    from tests.fakes.kube_api import FakeKubeAPI
 
     def requester(url: str, token: str, context: Any) -> Any:
         def request(method: str, path: str, body: Any, ctype: str | None) -> Any:

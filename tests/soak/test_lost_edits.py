@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from test_sidecar import (  # noqa: F401 - fixtures
+from tests.test_sidecar import (  # noqa: F401 - fixtures
     CM, RecordingForge, _loopback_only, agreed, fake, git, origin, seed, sidecar, wait_for,
 )
 
-from fakes.kube_api import FakeKubeAPI
+from tests.fakes.kube_api import FakeKubeAPI
 from syncer.sidecar.app import Sidecar
 from syncer.sync import Mode
 

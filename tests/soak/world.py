@@ -38,13 +38,11 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT / "tests") not in sys.path:
-    sys.path.insert(0, str(ROOT / "tests"))
+from tests.fakes.forges import FakeGitHub
+from tests.fakes.git_http import GitHTTPServer
+from tests.fakes.kube_api import FakeKubeAPI
 
-from fakes.forges import FakeGitHub  # noqa: E402
-from fakes.git_http import GitHTTPServer  # noqa: E402
-from fakes.kube_api import FakeKubeAPI  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 NS = "ai"
 INSTALLATION = "asgard"
