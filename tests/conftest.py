@@ -22,20 +22,26 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
-@pytest.fixture
-def asgard_repo(tmp_path: Path) -> Path:
-    """A work repo with hosts/asgard committed on main, plus a bare ``origin`` it was pushed to."""
+def pushed_repo(tmp_path: Path, installation: str) -> Path:
+    """``tmp_path/work`` with hosts/<installation> committed on main and pushed to a bare
+    ``tmp_path/origin.git``."""
     bare = tmp_path / "origin.git"
     work = tmp_path / "work"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
     work.mkdir()
     git(work, "init", "-q", "-b", "main")
-    shutil.copytree(ROOT / "hosts" / "asgard", work / "hosts" / "asgard")
+    shutil.copytree(ROOT / "hosts" / installation, work / "hosts" / installation)
     git(work, "add", ".")
-    git(work, "commit", "-q", "-m", "asgard manifests")
+    git(work, "commit", "-q", "-m", f"{installation} manifests")
     git(work, "remote", "add", "origin", str(bare))
     git(work, "push", "-q", "origin", "main")
     return work
+
+
+@pytest.fixture
+def asgard_repo(tmp_path: Path) -> Path:
+    """A work repo with hosts/asgard committed on main, plus a bare ``origin`` it was pushed to."""
+    return pushed_repo(tmp_path, "asgard")
 
 
 from tests.fakes.kube_api import fake_kube_fixture  # noqa: E402,F401  (registers the ``fake_kube`` fixture)

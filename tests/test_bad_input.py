@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import shutil
 from pathlib import Path
 
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.helpers import make_repo, run
 
 from syncer.cli import main
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), now=NOW, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def make_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "hosts" / "asgard", repo / "hosts" / "asgard")
-    git(repo.parent, "init", "-q", "-b", "main", str(repo))
-    return repo
 
 
 def test_malformed_yaml_names_file_and_line_and_the_rest_still_diffs(tmp_path: Path) -> None:

@@ -7,33 +7,19 @@ The real ``kubectl apply -f hosts/<inst>/`` proof is in tests/realapi/test_reala
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.conftest import EXAMPLE_LIVE, ROOT
+from tests.helpers import make_repo, run
 
 from syncer import config as config_mod
-from syncer.cli import main
 from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config
 from syncer.errors import ConfigError
 from syncer.manifests import load_manifests, manifest_files
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), now=NOW, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def make_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "hosts" / "asgard", repo / "hosts" / "asgard")
-    git(repo.parent, "init", "-q", "-b", "main", str(repo))
-    return repo
 
 
 @pytest.fixture(autouse=True)

@@ -44,19 +44,10 @@ from kubernetes.client.exceptions import (
 
 # the ``fake_kube`` fixture comes from tests/conftest.py (``fakes.kube_api.fake_kube_fixture``)
 from tests.fakes.kube_api import LAST_APPLIED, FakeKubeAPI
+from tests.helpers import _loopback_only  # noqa: F401 - fixture: no test request leaves 127.0.0.1 through a proxy
 
 NS = "ai"
 USER = "system:serviceaccount:ai:syncer"
-
-
-@pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    # v37's Configuration picks up HTTP(S)_PROXY from the environment; never
-    # let a test request leave 127.0.0.1 through a proxy.
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 
 
 def _configuration(fake: FakeKubeAPI, tmp_path: pathlib.Path) -> client.Configuration:

@@ -3,33 +3,19 @@ stop, trick or leak syncer. Each test here failed on the code before the fix it 
 
 from __future__ import annotations
 
-import io
 import json
-import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.helpers import make_repo, run
 from ruamel.yaml import YAML
 
 from syncer.cli import main
 
 CM_NAME = "ollama-endpoint-manager"
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), now=NOW, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
-
-
-def make_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "hosts" / "asgard", repo / "hosts" / "asgard")
-    git(repo.parent, "init", "-q", "-b", "main", str(repo))
-    return repo
 
 
 def example_items() -> list[dict[str, Any]]:

@@ -3,15 +3,14 @@ and never written over an existing one without ``--force``."""
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
+from tests.conftest import EXAMPLE_LIVE, ROOT
+from tests.helpers import make_repo, run
 
-from syncer.cli import main
 from syncer.config import load_config
 from syncer.model import ObjectRef
 from syncer.onboard import infer
@@ -19,18 +18,10 @@ from syncer.onboard import infer
 CONF = Path("hosts/asgard/syncer.conf")
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), now=NOW, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
-
-
 def bare_repo(tmp_path: Path) -> Path:
     """asgard's manifests without a config."""
-    repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "hosts" / "asgard", repo / "hosts" / "asgard")
+    repo = make_repo(tmp_path)
     (repo / CONF).unlink()
-    git(repo.parent, "init", "-q", "-b", "main", str(repo))
     return repo
 
 

@@ -4,11 +4,11 @@ in git may describe the old value."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
-from tests.conftest import EXAMPLE_LIVE, NOW, git
+from tests.conftest import EXAMPLE_LIVE, git
+from tests.helpers import run
 
 from syncer.cli import main
 from syncer.values import changed_lines, describe_line
@@ -28,12 +28,6 @@ data:
     OLLAMA_DEBUG=0
 """
 LIVE_ENV = "OLLAMA_ROUTING_MODE=weighted\nOLLAMA_MAX_QUEUE=8\nOLLAMA_KEEP_ALIVE=5m\nOLLAMA_DEBUG=0\nOLLAMA_NEW=1\n"
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), now=NOW, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def with_router(work: Path, tmp_path: Path) -> Path:

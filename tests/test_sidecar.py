@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 from tests.conftest import ROOT, git
+from tests.helpers import _loopback_only, fake  # noqa: F401 - fixtures, imported from here by other test modules
 
 from tests.fakes.kube_api import FakeKubeAPI
 from syncer.cli import main
@@ -45,21 +46,6 @@ UTC = timezone.utc
 
 
 # -- shared helpers --------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The kubernetes client honours HTTP(S)_PROXY: never let a request leave loopback.
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeKubeAPI]:
-    with FakeKubeAPI(bookmark_interval=0.2) as api:
-        yield api
 
 
 def kubeconfig(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Path:

@@ -6,14 +6,13 @@ clock -- the EndpointSlice twins of the Endpoints tests in test_sidecar.py.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import ROOT, git
+from tests.conftest import ROOT, git, pushed_repo
+from tests.helpers import _loopback_only, fake  # noqa: F401 - fixtures
 from tests.test_sidecar import (
     FakeClock, RecordingForge, api_client, origin, origin_branches, origin_commits, recording_notifier, run_until,
     wait_for,
@@ -32,32 +31,10 @@ UTC = timezone.utc
 BACKENDS = "hosts/vanaheim/ollama-backends.yaml"
 
 
-@pytest.fixture(autouse=True)
-def _loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeKubeAPI]:
-    with FakeKubeAPI(bookmark_interval=0.2) as api:
-        yield api
-
-
 @pytest.fixture
 def vanaheim(tmp_path: Path, fake: FakeKubeAPI) -> Path:
     """hosts/vanaheim on main of a bare origin, and the same objects live (git and cluster agree)."""
-    bare, work = tmp_path / "origin.git", tmp_path / "work"
-    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
-    work.mkdir()
-    git(work, "init", "-q", "-b", "main")
-    shutil.copytree(ROOT / "hosts" / "vanaheim", work / "hosts" / "vanaheim")
-    git(work, "add", ".")
-    git(work, "commit", "-q", "-m", "vanaheim manifests")
-    git(work, "remote", "add", "origin", str(bare))
-    git(work, "push", "-q", "origin", "main")
+    work = pushed_repo(tmp_path, "vanaheim")
     for obj in load_installation(work, "vanaheim").manifests.objects.values():
         fake.put(obj.data, applied=True, time="2026-07-14T16:02:37Z")
     return work

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from tests.conftest import EXAMPLE_LIVE, NOW, git
+from tests.conftest import EXAMPLE_LIVE, git
+from tests.helpers import run
 
 from tests.fakes.forges import FAKES, FakeForgeServer
 from syncer.cli import main
 
 TOKEN = "forge-token-abc123"
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), now=NOW, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(params=sorted(FAKES))

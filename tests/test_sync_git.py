@@ -9,17 +9,12 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, git
+from tests.helpers import run
 
 from syncer.cli import main
 from syncer.gitrepo import Workspace
 from syncer.live import SnapshotSource
 from syncer.sync import sync_commit
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), now=NOW, stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def origin_log(work: Path, ref: str = "main") -> list[str]:
