@@ -45,6 +45,7 @@ from ruamel.yaml.error import YAMLError
 from syncer.errors import ConfigError
 from syncer.model import Path, format_path
 from syncer.yamledit import _scalar as ys
+from syncer.yamledit import _text as tx
 from syncer.yamledit import _tree as yn
 
 __all__ = ["YamlEditError", "YamlFile"]
@@ -173,16 +174,16 @@ class YamlFile:
                 raise self._error(doc, map_path + (key,), "already exists")
         last = node.items[-1][1]
         if node.flow:
-            pos = yn.cend(t, last)
+            pos = tx.content_end(t, last)
             splice = (pos, pos, "".join(f", {ys.key_text(k, True)}: {ys.flow_text(v)}" for k, v in items))
         else:
-            indent = yn.col(t, node.items[0][0].start)
-            pos = yn.comments_under(t, yn.nextline(t, yn.cend(t, last)), indent)
+            indent = tx.column(t, node.items[0][0].start)
+            pos = tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, last)), indent)
             style = self._style(d, node)
             lines: list[str] = []
             for i, (key, value) in enumerate(items):
                 # what follows a new entry: the next new entry, or what followed the mapping
-                style.blocks, style.keep = yn.room(t, pos, indent) if i == len(items) - 1 else (True, True)
+                style.blocks, style.keep = tx.block_scalar_room(t, pos, indent) if i == len(items) - 1 else (True, True)
                 lines += style.attach(" " * indent + ys.key_text(key) + ":", value, indent)
             text = self._nl.join(lines) + self._nl
             if pos == len(t) and not t.endswith("\n"):
@@ -205,16 +206,16 @@ class YamlFile:
             raise self._error(doc, seq_path, "is not a sequence")
         last = node.items[-1]
         if node.flow:
-            pos = yn.cend(t, last)
+            pos = tx.content_end(t, last)
             splice = (pos, pos, f", {ys.flow_text(value)}")
         else:
             try:
-                indent = yn.col(t, yn.dash(t, node.items[0]) - 1)
+                indent = tx.column(t, tx.after_dash(t, node.items[0]) - 1)
             except ValueError:
                 raise self._error(doc, seq_path, "cannot find where its items start") from None
-            pos = yn.comments_under(t, yn.nextline(t, yn.cend(t, last)), indent)
+            pos = tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, last)), indent)
             style = self._style(d, node)
-            style.blocks, style.keep = yn.room(t, pos, indent)
+            style.blocks, style.keep = tx.block_scalar_room(t, pos, indent)
             lines = style.attach(" " * indent + "-", value, indent, item=True)
             text = self._nl.join(lines) + self._nl
             if pos == len(t) and not t.endswith("\n"):
@@ -232,10 +233,10 @@ class YamlFile:
         k, v = node.items[slot]
         following = node.items[slot + 1][0].start if slot + 1 < len(node.items) else None
         if node.flow:
-            start = following if following is not None else yn.cend(t, node.items[slot - 1][1])
-            splice = (k.start, start, "") if following is not None else (start, yn.cend(t, v), "")
-        elif t[yn.ls(t, k.start):k.start].strip() == "":
-            splice = (yn.ls(t, k.start), yn.comments_under(t, yn.nextline(t, yn.cend(t, v)), yn.col(t, k.start)), "")
+            start = following if following is not None else tx.content_end(t, node.items[slot - 1][1])
+            splice = (k.start, start, "") if following is not None else (start, tx.content_end(t, v), "")
+        elif t[tx.line_start(t, k.start):k.start].strip() == "":
+            splice = (tx.line_start(t, k.start), tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, v)), tx.column(t, k.start)), "")
         elif following is not None:  # first key of a compact "- key: value" item
             splice = (k.start, following, "")
         else:
@@ -297,10 +298,10 @@ class YamlFile:
             for k, v in m.items:
                 if v.kind in ("map", "seq") and not v.flow and v.items:
                     try:
-                        first = yn.dash(t, v.items[0]) - 1 if v.kind == "seq" else v.items[0][0].start
+                        first = tx.after_dash(t, v.items[0]) - 1 if v.kind == "seq" else v.items[0][0].start
                     except ValueError:
                         continue
-                    off = yn.col(t, first) - yn.col(t, k.start)
+                    off = tx.column(t, first) - tx.column(t, k.start)
                     (seqs if v.kind == "seq" else steps)[off] += 1
                     local = off if v.kind == "seq" and m is near and local is None else local
         step = next((s for s, _ in steps.most_common() if s > 0), 2)
@@ -310,14 +311,14 @@ class YamlFile:
     def _where(self, t: str, steps: list[tuple[yn.Node, yn.Node | None, int]]) -> _Where:
         node, parent, slot = steps[-1]
         if parent is None:
-            return _Where("root", yn.cstart(t, node), -1)
+            return _Where("root", tx.content_start(t, node), -1)
         if parent.flow:
-            return _Where("flow", yn.cstart(t, node), -1)
+            return _Where("flow", tx.content_start(t, node), -1)
         if parent.kind == "map":
             key = parent.items[slot][0]
-            return _Where("map", yn.colon(t, key), yn.col(t, key.start))
-        ip = yn.dash(t, node)
-        return _Where("seq", ip, yn.col(t, ip - 1))
+            return _Where("map", tx.after_colon(t, key), tx.column(t, key.start))
+        ip = tx.after_dash(t, node)
+        return _Where("seq", ip, tx.column(t, ip - 1))
 
     def _plan_set(self, d: yn.Doc, steps: list[tuple[yn.Node, yn.Node | None, int]], value: Any) -> list[Splice]:
         t, node, nl = d.text, steps[-1][0], self._nl
@@ -334,17 +335,17 @@ class YamlFile:
         if node.kind == "scalar" and inline_old and not isinstance(value, (dict, list)):
             if not (multiline and node.style is None and w.kind in ("map", "seq")):
                 text = ys.scalar_text(value, node.style, w.kind == "flow")
-                start, end = yn.cstart(t, node), yn.cend(t, node)
+                start, end = tx.content_start(t, node), tx.content_end(t, node)
                 return [(start, end, (" " + text) if node.empty and start == end and t[start - 1] != " " else text)]
         # general case: everything from the ':' / '-' to the end of the old value is replaced
         style = self._style(d, steps[-2][0] if len(steps) > 1 else None)
-        cstart, cend = yn.cstart(t, node), yn.cend(t, node)
-        style.blocks, style.keep = yn.room(t, yn.nextline(t, cend), w.indent)
+        cstart, cend = tx.content_start(t, node), tx.content_end(t, node)
+        style.blocks, style.keep = tx.block_scalar_room(t, tx.next_line(t, cend), w.indent)
         if w.kind == "root":
             new = style.lines(value, 0) if isinstance(value, (dict, list)) and value else [ys.flow_text(value)]
             text = nl.join(new)
             if node.empty:  # a document with no content (maybe comments): give the value its own lines
-                text = text + nl if cstart == yn.ls(t, cstart) else nl + text
+                text = text + nl if cstart == tx.line_start(t, cstart) else nl + text
             return [(cstart, cend, text)]
         elif w.kind == "flow" or (isinstance(value, (dict, list)) and not value):
             new = [ys.flow_text(value)]
@@ -353,24 +354,24 @@ class YamlFile:
             new[0] = new[0].strip()
         if w.kind == "flow" or (inline_old and len(new) == 1):
             return [(cstart, cend, new[0])]
-        same_line = yn.ls(t, cstart) == yn.ls(t, w.ip)
-        first = t[w.ip:cstart] if same_line else t[w.ip:yn.eol(t, w.ip)]
+        same_line = tx.line_start(t, cstart) == tx.line_start(t, w.ip)
+        first = t[w.ip:cstart] if same_line else t[w.ip:tx.line_end(t, w.ip)]
         if block_scalar:
-            first += t[cstart:yn.eol(t, cstart)]
+            first += t[cstart:tx.line_end(t, cstart)]
         props = " ".join(p for p in first.split("#")[0].split() if p[0] in "&!")
         comment = first[first.index("#"):].strip() if "#" in first else ""
-        tail = t[cend:yn.eol(t, cend)]
+        tail = t[cend:tx.line_end(t, cend)]
         if not inline_old:  # a comment after the old block's last line went with that line
-            cend = yn.eol(t, cend)
+            cend = tx.line_end(t, cend)
         elif tail.strip() and len(new) > 1:  # `key: value  # note` -> `key: |  # note`
-            comment, cend = comment or tail.strip(), yn.eol(t, cend)
+            comment, cend = comment or tail.strip(), tx.line_end(t, cend)
         text = (" " + props if props else "") + (" " + new[0] if new[0] else "")
         text += (f"  {comment}" if comment else "") + "".join(nl + line for line in new[1:])
         return [(w.ip, cend, text)]
 
     def _plan_block(self, t: str, node: yn.Node, value: str, w: _Where) -> list[Splice] | None:
         """Rewrite only the body (and if needed the indicators) of a ``|``/``>`` scalar."""
-        h, body, end, chomp, ind = yn.block(t, node)
+        h, body, end, chomp, ind = tx.block_scalar(t, node)
         char = t[h]
         enc = ys.block_body(value, char == ">")
         if enc is None and char == ">":
@@ -448,13 +449,13 @@ class YamlFile:
             if box.flow:
                 continue
             try:
-                first = box.items[a][0].start if box.kind == "map" else yn.dash(t, box.items[a]) - 1
+                first = box.items[a][0].start if box.kind == "map" else tx.after_dash(t, box.items[a]) - 1
             except ValueError:
                 return False
             last = box.items[b - 1][1] if box.kind == "map" else box.items[b - 1]
-            s0, e0 = yn.ls(t, first), yn.nextline(t, yn.cend(t, last))
+            s0, e0 = tx.line_start(t, first), tx.next_line(t, tx.content_end(t, last))
             if s0 <= lo and hi <= e0 and not t[s0:first].strip(" -"):
-                return self._local(d, path, depth, box, a, b, first - s0, s0, yn.tail(t, e0), new_t, op)
+                return self._local(d, path, depth, box, a, b, first - s0, s0, tx.past_comment_lines(t, e0), new_t, op)
         return False
 
     def _local(self, d: yn.Doc, path: Path, depth: int, box: yn.Node, a: int, b: int, pad: int,
@@ -497,14 +498,14 @@ class YamlFile:
             node = node.items[-1][1] if node.kind == "map" else node.items[-1]
             keys.append(list(data)[-1] if isinstance(data, dict) else hslot)
         try:
-            first = holder.items[hslot][0].start if holder.kind == "map" else yn.dash(t, node) - 1
+            first = holder.items[hslot][0].start if holder.kind == "map" else tx.after_dash(t, node) - 1
         except ValueError:
             return False
-        s0, end = yn.ls(t, first), yn.nextline(t, yn.cend(t, node))
+        s0, end = tx.line_start(t, first), tx.next_line(t, tx.content_end(t, node))
         want = {keys[-1]: data[keys[-1]]} if holder.kind == "map" else [data[keys[-1]]]
         if at < end or t[s0:first].strip(" -"):
             return False
-        root = yn.piece(" " * (first - s0) + new_t[first:yn.tail(new_t, end)], first - s0, holder.kind, want)
+        root = yn.piece(" " * (first - s0) + new_t[first:tx.past_comment_lines(new_t, end)], first - s0, holder.kind, want)
         if root is None:
             return False
         del box.items[slot]
@@ -520,11 +521,11 @@ class YamlFile:
         """Verify an appended ``key: value`` by parsing only the inserted lines."""
         at, _, text = splice
         lead = len(text) - len(text.lstrip("\r\n"))
-        if yn.ls(new_t, at + lead) != at + lead:
+        if tx.line_start(new_t, at + lead) != at + lead:
             return False
-        piece = new_t[at + lead:yn.tail(new_t, at + len(text))]
+        piece = new_t[at + lead:tx.past_comment_lines(new_t, at + len(text))]
         added = op[2] if op[0] == "add_many" else {op[1]: op[2]}
-        root = yn.piece(piece, yn.col(d.text, box.items[0][0].start), "map", added)
+        root = yn.piece(piece, tx.column(d.text, box.items[0][0].start), "map", added)
         if root is None:
             return False
         yn.shift(d.root, at, len(text))

@@ -1,8 +1,8 @@
 """The YAML node tree syncer's editor works on, with each node's character offsets.
 
 ruamel's composer drops the positions of aliased nodes, so this module builds its own tree
-from the parser's events (``load``), and offers the small text-position helpers the editor
-uses to find where a value, a key's colon, a ``-`` or a block scalar's body starts and ends.
+from the parser's events (``load``); :mod:`._text` finds where a value, a key's colon, a
+``-`` or a block scalar's body starts and ends in it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from syncer.model import Path
 from syncer.yamledit import _scalar as ys
+from syncer.yamledit._text import next_line
 
 KEYS = YAML(typ="safe", pure=True)
 
@@ -79,7 +80,7 @@ class Builder:
             self.doc = Doc("", Node("scalar", 0, 0, None), None, bool(ev.version or ev.tags))
             self.doc.root = self.node(next(self.events))
             end = next(self.events)
-            prev_end = nextline(self.text, end.end_mark.index) if end.explicit else None
+            prev_end = next_line(self.text, end.end_mark.index) if end.explicit else None
             self.doc.data = self.yaml.constructor.construct_document(self.doc.root.rnode)
             docs.append(self.doc)
             bases.append(base)
@@ -154,102 +155,6 @@ def load(text: str) -> list[Doc]:
     return Builder(text).documents()
 
 
-# -- positions in a document's text ------------------------------------------------------
-
-def ls(t: str, i: int) -> int:
-    return t.rfind("\n", 0, i) + 1
-
-
-def nextline(t: str, i: int) -> int:
-    j = t.find("\n", i)
-    return len(t) if j < 0 else j + 1
-
-
-def eol(t: str, i: int) -> int:
-    j = t.find("\n", i)
-    j = len(t) if j < 0 else j
-    return j - 1 if j > i and t[j - 1] == "\r" else j
-
-
-def col(t: str, i: int) -> int:
-    return i - ls(t, i)
-
-
-def cstart(t: str, n: Node) -> int:
-    """Start of the node's content, after any anchor and tag (empty nodes: end of those)."""
-    i = after = n.start
-    if n.kind == "alias" or (n.anchor is None and not n.tagged):
-        return i
-    while t[i:i + 1] in ("&", "!"):
-        while i < len(t) and t[i] not in " \t\r\n":
-            i += 1
-        after = i
-        while i < len(t) and t[i] in (" \t" if n.empty else " \t\r\n#"):
-            i = nextline(t, i) if t[i] == "#" else i + 1
-    return after if n.empty else i
-
-
-def block(t: str, n: Node) -> tuple[int, int, int, str, int]:
-    """Block scalar parts: header position, body start, body end, chomping, indent indicator."""
-    h = cstart(t, n)
-    j, chomp, ind = h + 1, "", 0
-    while j < len(t) and t[j] in "+-0123456789":
-        chomp, ind = (t[j], ind) if t[j] in "+-" else (chomp, int(t[j]))
-        j += 1
-    body = nextline(t, h)
-    if chomp == "+":
-        return h, body, max(n.end, body), chomp, ind
-    end = i = body
-    while i < n.end:
-        nxt = nextline(t, i)
-        if t[i:nxt].strip():
-            end = nxt
-        i = nxt
-    return h, body, end, chomp, ind
-
-
-def cend(t: str, n: Node) -> int:
-    """End of the node's own text (no trailing comment; block scalars: last body line)."""
-    if n.empty:
-        return cstart(t, n)
-    if n.kind in ("map", "seq") and not n.flow:
-        return cend(t, n.items[-1][1] if n.kind == "map" else n.items[-1])
-    if n.kind == "scalar" and n.style in ("|", ">"):
-        h, body, end, _, _ = block(t, n)
-        if end == body:
-            return eol(t, h)
-        end -= t[end - 1] == "\n"
-        return end - (t[end - 1: end] == "\r" and end > body)
-    return n.end
-
-
-def dash(t: str, n: Node) -> int:
-    """Offset just after the ``-`` that introduces sequence item *n* (maybe lines above it)."""
-    end = n.start
-    while end > 0:
-        start = ls(t, end)
-        seg = t[start:end]
-        if end != n.start:  # a whole earlier line: drop its comment
-            cut = next((i for i, c in enumerate(seg) if c == "#" and (i == 0 or seg[i - 1] in " \t")), len(seg))
-            seg = seg[:cut]
-        seg = seg.rstrip(" \t\r\n")
-        if seg.endswith("-"):
-            return start + len(seg)
-        if seg.strip():
-            break
-        end = start - 1
-    raise ValueError("cannot find the '-' of this sequence item")
-
-
-def colon(t: str, key: Node) -> int:
-    i = key.end
-    while i < len(t) and t[i] in " \t":
-        i += 1
-    if t[i:i + 1] != ":":
-        raise ValueError("cannot find the ':' after this key")
-    return i + 1
-
-
 def key(k: Node) -> Any:
     """The value of a scalar (or aliased scalar) mapping key; None for anything else."""
     if not isinstance(k.rnode, ScalarNode) or str(k.rnode.tag) == "tag:yaml.org,2002:merge":
@@ -260,45 +165,6 @@ def key(k: Node) -> Any:
         return KEYS.constructor.construct_document(k.rnode)
     except YAMLError:
         return None
-
-
-def tail(t: str, i: int) -> int:
-    """*i* moved past any blank and comment-only lines (a block scalar may claim them)."""
-    while i < len(t):
-        j = nextline(t, i)
-        line = t[i:j].strip()
-        if line and not line.startswith("#"):
-            break
-        i = j
-    return i
-
-
-def comments_under(t: str, i: int, indent: int) -> int:
-    """*i* moved past comment lines indented deeper than *indent* (and blank lines among them)."""
-    end = i
-    while i < len(t):
-        line = t[i:nextline(t, i)]
-        if line.strip() and not (line.lstrip().startswith("#") and line[:indent + 1].isspace()):
-            break
-        i = nextline(t, i)
-        end = i if line.strip() else end
-    return end
-
-
-def room(t: str, at: int, indent: int) -> tuple[bool, bool]:
-    """Can a new block scalar end just before line *at* (any chomping, and ``|+``)?
-
-    Not before a comment indented deeper than *indent* (it would become content), nor at
-    the end of a file without final newline; ``|+`` not before blank lines either.
-    """
-    i = at
-    while i < len(t) and not t[i:nextline(t, i)].strip():
-        i = nextline(t, i)
-    if i >= len(t):
-        return t.endswith("\n"), t.endswith("\n") and i == at
-    line = t[i:nextline(t, i)]
-    deep = line.lstrip().startswith("#") and line[:indent + 1].isspace()
-    return not deep, not deep and i == at
 
 
 def piece(text: str, column: int, kind: str, want: Any) -> Node | None:
