@@ -7,8 +7,7 @@ exported here.
 
 from syncer.yamledit._file import YamlEditError, YamlFile
 from syncer.yamledit._scalar import block_body, double_quoted, plain_ok, same
-from syncer.yamledit._tree import Doc, Node, load
-from syncer.yamledit._tree import key as mapping_key
+from syncer.yamledit._tree import Doc, Node, load, mapping_key
 
 __all__ = [
     "Doc", "Node", "YamlEditError", "YamlFile", "block_body", "double_quoted", "load", "mapping_key",

@@ -38,7 +38,7 @@ import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ruamel.yaml.error import YAMLError
 
@@ -46,6 +46,7 @@ from syncer.errors import ConfigError
 from syncer.model import Path, format_path
 from syncer.yamledit import _scalar as ys
 from syncer.yamledit import _text as tx
+from syncer.yamledit._tree import Op, Step
 from syncer.yamledit import _tree as yn
 
 __all__ = ["YamlEditError", "YamlFile"]
@@ -53,7 +54,14 @@ __all__ = ["YamlEditError", "YamlFile"]
 _TRAILING_COMMENT = re.compile(r"^[ \t]+(#.*)$")
 _HEADER_COMMENT = re.compile(r"^[|>][-+0-9]*[ \t]+(#.*)$")
 
-Splice = tuple[int, int, str]
+
+
+class Splice(NamedTuple):
+    """Replace the text from *start* to *end* of one document by *text*."""
+
+    start: int
+    end: int
+    text: str
 
 
 class YamlEditError(ConfigError):
@@ -107,7 +115,7 @@ class YamlFile:
 
     def get(self, doc: int, path: Path) -> Any:
         try:
-            return copy.deepcopy(yn.walk(self._doc(doc, path).data, path))
+            return copy.deepcopy(yn.value_at(self._doc(doc, path).data, path))
         except KeyError:
             raise self._error(doc, path, "no such path") from None
 
@@ -119,7 +127,7 @@ class YamlFile:
             d, steps = self._locate(doc, path, replaced=False)
         except YamlEditError:
             return None
-        node = steps[-1][0]
+        node = steps[-1].node
         if node.kind != "scalar":
             return None
         text = d.text
@@ -138,13 +146,13 @@ class YamlFile:
         """Replace the existing value at *path*, keeping its style where possible."""
         value = self._value(doc, path, value)
         d, steps = self._locate(doc, path)
-        if ys.same(yn.walk(d.data, path), value):
+        if ys.same(yn.value_at(d.data, path), value):
             return
         try:
             splices = self._plan_set(d, steps, value)
         except ValueError as exc:
             raise self._error(doc, path, str(exc)) from None
-        self._commit(doc, path, steps, splices, ("set", None, value))
+        self._commit(doc, path, steps, splices, Op("set", None, value))
 
     def add_key(self, doc: int, map_path: Path, key: str, value: Any) -> None:
         """Append ``key: value`` at the end of the mapping at *map_path*."""
@@ -161,10 +169,10 @@ class YamlFile:
         if len(set(keys)) != len(keys):
             raise self._error(doc, map_path, "the same key added twice")
         d, steps = self._locate(doc, map_path, replaced=False)
-        node, t = steps[-1][0], d.text
+        node, t = steps[-1].node, d.text
         if node.kind == "alias":
             raise self._error(doc, map_path, f"is an alias (*{node.anchor}); edit the anchored value instead")
-        current = yn.walk(d.data, map_path)
+        current = yn.value_at(d.data, map_path)
         if current is None or current == {} and node.kind == "map":
             return self.set_value(doc, map_path, dict(items))
         if not isinstance(current, dict) or node.kind != "map":
@@ -175,7 +183,7 @@ class YamlFile:
         last = node.items[-1][1]
         if node.flow:
             pos = tx.content_end(t, last)
-            splice = (pos, pos, "".join(f", {ys.key_text(k, True)}: {ys.flow_text(v)}" for k, v in items))
+            splice = Splice(pos, pos, "".join(f", {ys.key_text(k, True)}: {ys.flow_text(v)}" for k, v in items))
         else:
             indent = tx.column(t, node.items[0][0].start)
             pos = tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, last)), indent)
@@ -188,18 +196,18 @@ class YamlFile:
             text = self._nl.join(lines) + self._nl
             if pos == len(t) and not t.endswith("\n"):
                 text = self._nl + text[: -len(self._nl)]
-            splice = (pos, pos, text)
-        op = ("add", keys[0], items[0][1]) if len(items) == 1 else ("add_many", None, dict(items))
+            splice = Splice(pos, pos, text)
+        op = Op("add", keys[0], items[0][1]) if len(items) == 1 else Op("add_many", None, dict(items))
         self._commit(doc, map_path, steps, [splice], op)
 
     def append_item(self, doc: int, seq_path: Path, value: Any) -> None:
         """Append *value* as a new last item of the sequence at *seq_path* (written whole)."""
         value = self._value(doc, seq_path, value)
         d, steps = self._locate(doc, seq_path, replaced=False)
-        node, t = steps[-1][0], d.text
+        node, t = steps[-1].node, d.text
         if node.kind == "alias":
             raise self._error(doc, seq_path, f"is an alias (*{node.anchor}); edit the anchored value instead")
-        current = yn.walk(d.data, seq_path)
+        current = yn.value_at(d.data, seq_path)
         if current is None or current == [] and node.kind == "seq":
             return self.set_value(doc, seq_path, [value])
         if not isinstance(current, list) or node.kind != "seq":
@@ -207,7 +215,7 @@ class YamlFile:
         last = node.items[-1]
         if node.flow:
             pos = tx.content_end(t, last)
-            splice = (pos, pos, f", {ys.flow_text(value)}")
+            splice = Splice(pos, pos, f", {ys.flow_text(value)}")
         else:
             try:
                 indent = tx.column(t, tx.after_dash(t, node.items[0]) - 1)
@@ -220,13 +228,13 @@ class YamlFile:
             text = self._nl.join(lines) + self._nl
             if pos == len(t) and not t.endswith("\n"):
                 text = self._nl + text[: -len(self._nl)]
-            splice = (pos, pos, text)
-        self._commit(doc, seq_path, steps, [splice], ("append", None, value))
+            splice = Splice(pos, pos, text)
+        self._commit(doc, seq_path, steps, [splice], Op("append", None, value))
 
     def delete_key(self, doc: int, map_path: Path, key: str) -> None:
         """Remove *key* (its lines in a block mapping, its entry in a flow mapping)."""
         d, steps = self._locate(doc, map_path + (key,))
-        node, slot, t = steps[-2][0], steps[-1][2], d.text
+        node, slot, t = steps[-2].node, steps[-1].slot, d.text
         if len(node.items) == 1:
             self.set_value(doc, map_path, {})
             return
@@ -234,14 +242,14 @@ class YamlFile:
         following = node.items[slot + 1][0].start if slot + 1 < len(node.items) else None
         if node.flow:
             start = following if following is not None else tx.content_end(t, node.items[slot - 1][1])
-            splice = (k.start, start, "") if following is not None else (start, tx.content_end(t, v), "")
+            splice = Splice(k.start, start, "") if following is not None else Splice(start, tx.content_end(t, v), "")
         elif t[tx.line_start(t, k.start):k.start].strip() == "":
-            splice = (tx.line_start(t, k.start), tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, v)), tx.column(t, k.start)), "")
+            splice = Splice(tx.line_start(t, k.start), tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, v)), tx.column(t, k.start)), "")
         elif following is not None:  # first key of a compact "- key: value" item
-            splice = (k.start, following, "")
+            splice = Splice(k.start, following, "")
         else:
             raise self._error(doc, map_path + (key,), "cannot delete this key surgically")
-        self._commit(doc, map_path, steps[:-1], [splice], ("delete", key, None))
+        self._commit(doc, map_path, steps[:-1], [splice], Op("delete", key, None))
 
     # -- internals --------------------------------------------------------------------------
 
@@ -259,7 +267,7 @@ class YamlFile:
         except TypeError as exc:
             raise self._error(doc, path, str(exc)) from None
 
-    def _locate(self, doc: int, path: Path, replaced: bool = True) -> tuple[yn.Doc, list[tuple[yn.Node, yn.Node | None, int]]]:
+    def _locate(self, doc: int, path: Path, replaced: bool = True) -> tuple[yn.Doc, list[Step]]:
         """The nodes from the root to *path*, each with its parent and slot in the parent.
 
         Refuses paths through aliases, and edits that would change what an alias shows:
@@ -267,21 +275,21 @@ class YamlFile:
         """
         d = self._doc(doc, path)
         node = d.root
-        steps: list[tuple[yn.Node, yn.Node | None, int]] = [(node, None, -1)]
+        steps = [Step(node, None, -1)]
         for i, part in enumerate(path):
             if node.kind == "alias":
                 raise self._error(doc, path[:i], f"goes through alias *{node.anchor}; edit the anchored value")
             slot = -1
             if node.kind == "map":
                 for j, (k, _) in enumerate(node.items):
-                    if ys.same(yn.key(k), part):
+                    if ys.same(yn.mapping_key(k), part):
                         slot = j
             elif node.kind == "seq" and type(part) is int and 0 <= part < len(node.items):
                 slot = part
             if slot < 0:
                 raise self._error(doc, path[: i + 1], "no such path (or it comes from a << merge)")
             node = node.items[slot][1] if node.kind == "map" else node.items[slot]
-            steps.append((node, steps[-1][0], slot))
+            steps.append(Step(node, steps[-1].node, slot))
         for i, (node, _, _) in enumerate(steps):
             inner = node.walk() if replaced and i == len(steps) - 1 else iter((node,))
             bad = next((n.anchor for n in inner if n.kind != "alias" and n.anchor in d.aliased), None)
@@ -308,7 +316,7 @@ class YamlFile:
         seq = local if local is not None else next((s for s, _ in seqs.most_common() if s >= 0), 0)
         return ys.Layout(step, seq)
 
-    def _where(self, t: str, steps: list[tuple[yn.Node, yn.Node | None, int]]) -> _Where:
+    def _where(self, t: str, steps: list[Step]) -> _Where:
         node, parent, slot = steps[-1]
         if parent is None:
             return _Where("root", tx.content_start(t, node), -1)
@@ -320,8 +328,8 @@ class YamlFile:
         ip = tx.after_dash(t, node)
         return _Where("seq", ip, tx.column(t, ip - 1))
 
-    def _plan_set(self, d: yn.Doc, steps: list[tuple[yn.Node, yn.Node | None, int]], value: Any) -> list[Splice]:
-        t, node, nl = d.text, steps[-1][0], self._nl
+    def _plan_set(self, d: yn.Doc, steps: list[Step], value: Any) -> list[Splice]:
+        t, node, nl = d.text, steps[-1].node, self._nl
         if node.kind == "alias":
             raise ValueError(f"is an alias (*{node.anchor}); edit the anchored value instead")
         w = self._where(t, steps)
@@ -336,9 +344,9 @@ class YamlFile:
             if not (multiline and node.style is None and w.kind in ("map", "seq")):
                 text = ys.scalar_text(value, node.style, w.kind == "flow")
                 start, end = tx.content_start(t, node), tx.content_end(t, node)
-                return [(start, end, (" " + text) if node.empty and start == end and t[start - 1] != " " else text)]
+                return [Splice(start, end, (" " + text) if node.empty and start == end and t[start - 1] != " " else text)]
         # general case: everything from the ':' / '-' to the end of the old value is replaced
-        style = self._style(d, steps[-2][0] if len(steps) > 1 else None)
+        style = self._style(d, steps[-2].node if len(steps) > 1 else None)
         cstart, cend = tx.content_start(t, node), tx.content_end(t, node)
         style.blocks, style.keep = tx.block_scalar_room(t, tx.next_line(t, cend), w.indent)
         if w.kind == "root":
@@ -346,14 +354,14 @@ class YamlFile:
             text = nl.join(new)
             if node.empty:  # a document with no content (maybe comments): give the value its own lines
                 text = text + nl if cstart == tx.line_start(t, cstart) else nl + text
-            return [(cstart, cend, text)]
+            return [Splice(cstart, cend, text)]
         elif w.kind == "flow" or (isinstance(value, (dict, list)) and not value):
             new = [ys.flow_text(value)]
         else:
             new = style.attach("", value, w.indent, item=w.kind == "seq")
             new[0] = new[0].strip()
         if w.kind == "flow" or (inline_old and len(new) == 1):
-            return [(cstart, cend, new[0])]
+            return [Splice(cstart, cend, new[0])]
         same_line = tx.line_start(t, cstart) == tx.line_start(t, w.ip)
         first = t[w.ip:cstart] if same_line else t[w.ip:tx.line_end(t, w.ip)]
         if block_scalar:
@@ -367,7 +375,7 @@ class YamlFile:
             comment, cend = comment or tail.strip(), tx.line_end(t, cend)
         text = (" " + props if props else "") + (" " + new[0] if new[0] else "")
         text += (f"  {comment}" if comment else "") + "".join(nl + line for line in new[1:])
-        return [(w.ip, cend, text)]
+        return [Splice(w.ip, cend, text)]
 
     def _plan_block(self, t: str, node: yn.Node, value: str, w: _Where) -> list[Splice] | None:
         """Rewrite only the body (and if needed the indicators) of a ``|``/``>`` scalar."""
@@ -392,7 +400,7 @@ class YamlFile:
             j += 1
         if char != t[h] or new_chomp != chomp or (need and not ind):
             digits = str(ind or indent - w.indent) if (ind or need) else ""
-            splices.append((h, j, char + digits + new_chomp))
+            splices.append(Splice(h, j, char + digits + new_chomp))
         if new_chomp == "+":
             end = max(end, node.end)
         text = "".join((" " * indent + ln if ln else "") + self._nl for ln in lines)
@@ -400,11 +408,11 @@ class YamlFile:
             text = text[: -len(self._nl)]
         if body == len(t) and not t.endswith("\n"):
             text = self._nl + text
-        splices.append((body, end, text))
+        splices.append(Splice(body, end, text))
         return splices
 
-    def _commit(self, doc: int, path: Path, steps: list[tuple[yn.Node, yn.Node | None, int]], splices: list[Splice],
-                op: tuple[str, Any, Any]) -> None:
+    def _commit(self, doc: int, path: Path, steps: list[Step], splices: list[Splice],
+                op: Op) -> None:
         """Apply *splices* to one document, verify by parsing, then keep the result.
 
         *steps* lead to the node *op* applies to (set: the value; add/delete: the mapping).
@@ -429,23 +437,23 @@ class YamlFile:
             raise self._error(doc, path, "edit would not read back as the intended value")
         self._docs[doc] = fresh[0]
 
-    def _verify_near(self, d: yn.Doc, path: Path, steps: list[tuple[yn.Node, yn.Node | None, int]],
-                     splices: list[Splice], new_t: str, op: tuple[str, Any, Any]) -> bool:
-        t, box = d.text, steps[-1][0]
-        if op[0] == "append":
+    def _verify_near(self, d: yn.Doc, path: Path, steps: list[Step],
+                     splices: list[Splice], new_t: str, op: Op) -> bool:
+        t, box = d.text, steps[-1].node
+        if op.kind == "append":
             return False  # verified by parsing the whole document
-        if op[0] in ("add", "add_many") and box.kind == "map" and not box.flow:
+        if op.kind in ("add", "add_many") and box.kind == "map" and not box.flow:
             return self._local_insert(d, path, box, splices[0], new_t, op)
-        lo, hi = min(s[0] for s in splices), max(s[1] for s in splices)
+        lo, hi = min(s.start for s in splices), max(s.end for s in splices)
         spans: list[tuple[int, int, int]] = []  # (depth of the collection, first slot, end slot)
-        if op[0] == "delete":
-            slot = next(j for j, (k, _) in enumerate(box.items) if ys.same(yn.key(k), op[1]))
+        if op.kind == "delete":
+            slot = next(j for j, (k, _) in enumerate(box.items) if ys.same(yn.mapping_key(k), op.key))
             if slot > 0 and not box.flow:
                 return self._local_delete(d, path, box, slot, splices[0], new_t)
             spans.append((len(steps) - 1, 0, 2))
-        spans += [(depth, steps[depth + 1][2], steps[depth + 1][2] + 1) for depth in range(len(steps) - 2, -1, -1)]
+        spans += [(depth, steps[depth + 1].slot, steps[depth + 1].slot + 1) for depth in range(len(steps) - 2, -1, -1)]
         for depth, a, b in spans:
-            box = steps[depth][0]
+            box = steps[depth].node
             if box.flow:
                 continue
             try:
@@ -459,13 +467,13 @@ class YamlFile:
         return False
 
     def _local(self, d: yn.Doc, path: Path, depth: int, box: yn.Node, a: int, b: int, pad: int,
-               s0: int, e0: int, new_t: str, op: tuple[str, Any, Any]) -> bool:
+               s0: int, e0: int, new_t: str, op: Op) -> bool:
         """Verify by parsing only entries/items a..b of *box* (lines s0..e0, after the edit)."""
-        delta, live = len(new_t) - len(d.text), yn.walk(d.data, path[:depth])
+        delta, live = len(new_t) - len(d.text), yn.value_at(d.data, path[:depth])
         sub = new_t[s0:e0 + delta]
         own = depth == len(path)  # delete on this very mapping
         if isinstance(live, dict):
-            want = {k: copy.deepcopy(live[k]) for k in list(live)[a:b] if not (own and k == op[1])}
+            want = {k: copy.deepcopy(live[k]) for k in list(live)[a:b] if not (own and k == op.key)}
         else:
             want = copy.deepcopy(live[a:b])
         if not own:
@@ -490,7 +498,7 @@ class YamlFile:
         it (a block scalar), so that part plus those lines is parsed again.
         """
         t, (at, stop, _) = d.text, splice
-        holder, hslot, node, data = box, slot - 1, box.items[slot - 1][1], yn.walk(d.data, path)
+        holder, hslot, node, data = box, slot - 1, box.items[slot - 1][1], yn.value_at(d.data, path)
         keys: list[Any] = [list(data)[slot - 1]]
         while node.kind in ("map", "seq") and not node.flow:
             data = data[keys[-1]]
@@ -512,25 +520,25 @@ class YamlFile:
         yn.shift(d.root, stop, at - stop)
         yn.shift(root, 0, s0)
         holder.items[hslot] = root.items[0]
-        del yn.walk(d.data, path)[list(yn.walk(d.data, path))[slot]]
+        del yn.value_at(d.data, path)[list(yn.value_at(d.data, path))[slot]]
         d.text = new_t
         return True
 
     def _local_insert(self, d: yn.Doc, path: Path, box: yn.Node, splice: Splice, new_t: str,
-                      op: tuple[str, Any, Any]) -> bool:
+                      op: Op) -> bool:
         """Verify an appended ``key: value`` by parsing only the inserted lines."""
         at, _, text = splice
         lead = len(text) - len(text.lstrip("\r\n"))
         if tx.line_start(new_t, at + lead) != at + lead:
             return False
         piece = new_t[at + lead:tx.past_comment_lines(new_t, at + len(text))]
-        added = op[2] if op[0] == "add_many" else {op[1]: op[2]}
+        added = op.value if op.kind == "add_many" else {op.key: op.value}
         root = yn.piece(piece, tx.column(d.text, box.items[0][0].start), "map", added)
         if root is None:
             return False
         yn.shift(d.root, at, len(text))
         yn.shift(root, 0, at + lead)
         box.items += root.items
-        yn.walk(d.data, path).update(copy.deepcopy(added))
+        yn.value_at(d.data, path).update(copy.deepcopy(added))
         d.text = new_t
         return True

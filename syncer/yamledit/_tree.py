@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ruamel.yaml import YAML
 from ruamel.yaml.composer import ComposerError
@@ -46,6 +46,22 @@ class Node:
         for item in self.items:
             for part in item if self.kind == "map" else (item,):
                 yield from part.walk()
+
+
+class Step(NamedTuple):
+    """One node on the way from a document's root to an edited path."""
+
+    node: Node
+    parent: Node | None  # None at the root
+    slot: int  # the node's index in its parent's items; -1 at the root
+
+
+class Op(NamedTuple):
+    """What an edit does to the data at its path: the editor verifies the text reads back so."""
+
+    kind: str  # "set" | "add" | "add_many" | "append" | "delete"
+    key: Any  # add, delete: the key; otherwise None
+    value: Any  # set, add, append: the new value; add_many: a dict of new keys; delete: None
 
 
 @dataclass
@@ -155,7 +171,7 @@ def load(text: str) -> list[Doc]:
     return Builder(text).documents()
 
 
-def key(k: Node) -> Any:
+def mapping_key(k: Node) -> Any:
     """The value of a scalar (or aliased scalar) mapping key; None for anything else."""
     if not isinstance(k.rnode, ScalarNode) or str(k.rnode.tag) == "tag:yaml.org,2002:merge":
         return None
@@ -190,7 +206,8 @@ def shift(root: Node, at: int, delta: int) -> None:
             n.end = at
 
 
-def walk(data: Any, path: Path) -> Any:
+def value_at(data: Any, path: Path) -> Any:
+    """The part of plain *data* at *path* (KeyError when there is none)."""
     for part in path:
         if isinstance(data, dict) and part in data:
             data = data[part]
@@ -201,19 +218,19 @@ def walk(data: Any, path: Path) -> Any:
     return data
 
 
-def expected(data: Any, rel: Path, op: tuple[str, Any, Any]) -> Any:
-    """*data* (a private copy) after applying ``(kind, key, value)`` at *rel*."""
+def expected(data: Any, rel: Path, op: Op) -> Any:
+    """*data* (a private copy) after applying *op* at *rel*."""
     kind, key, value = op
     if kind == "set":
         if not rel:
             return copy.deepcopy(value)
-        walk(data, rel[:-1])[rel[-1]] = copy.deepcopy(value)
+        value_at(data, rel[:-1])[rel[-1]] = copy.deepcopy(value)
     elif kind == "add":
-        walk(data, rel)[key] = copy.deepcopy(value)
+        value_at(data, rel)[key] = copy.deepcopy(value)
     elif kind == "append":
-        walk(data, rel).append(copy.deepcopy(value))
+        value_at(data, rel).append(copy.deepcopy(value))
     elif kind == "add_many":  # value: the new keys and their values, in order
-        walk(data, rel).update(copy.deepcopy(value))
+        value_at(data, rel).update(copy.deepcopy(value))
     else:
-        del walk(data, rel)[key]
+        del value_at(data, rel)[key]
     return data
