@@ -1,35 +1,10 @@
-"""Byte-surgical edits of YAML manifests: change values, keep everything else.
+"""Planning edits: :class:`YamlFile` finds the nodes an edit touches and the text to splice.
 
-ruamel.yaml's parser gives every node its character offsets; an edit renders only the new
-value's text (see :mod:`syncer.yamlscalar`) and splices it into the original string, so
-comments, quoting, indentation, flow style, anchors, ``---`` separators, CRLF line ends
-(detected per file and used for new lines) and a missing final newline all survive.
-
-Each document owns the text from its ``---`` to the next one and is parsed on its own,
-so an edit can never touch another document's bytes.  Every edit is verified by parsing
-again before it is kept, and must read back as exactly the intended data, or it is
-refused with :class:`YamlEditError` and nothing changes.  When the document has no
-anchors, aliases, tags or directives only the lines around the edit are parsed again:
-the block-mapping entries or sequence items that hold it, plus the blank and comment
-lines after them (a ``|`` block could claim those), which at their own columns parse
-alone exactly as they do in place.  Otherwise the whole document is parsed again.  An
-edit on a 200 KB file takes a few milliseconds.
-
-Style rules: plain scalars stay plain unless the new text would read back differently
-under YAML 1.2 or 1.1 (``true``, ``yes``, ``y``, ``1.0``, ``""``, ``a: b``, ``*x``, ``#x``...),
-then they become double-quoted; quoted scalars keep their quote character (``'`` turns
-into ``"`` only when single quotes cannot hold the text); block scalars keep ``|``/``>``,
-their header, comment and indentation, and only their body lines change (the chomping
-indicator follows the new value's trailing newlines).  A multi-line string written over a
-*plain* scalar in block context becomes a ``|`` block scalar (a trailing comment moves to
-its header line); in flow context, over a quoted scalar, or where a block scalar cannot
-hold it, it becomes a one-line double-quoted string with ``\n`` escapes.  Scalars are
-never folded, however long.  Mappings and lists are rendered in block style with the
-document's indentation step and the sequence style used nearby (``- `` at the key's
-column or indented), or in flow style inside flow collections; empty ones as ``{}``/``[]``.
-
-Refused: paths through an alias or a ``<<`` merge, and edits that would change what an
-alias shows (an aliased anchor on the value, around it, or inside a replaced value).
+Each public edit locates its path in the node tree (:mod:`._tree`), refuses what cannot
+be done surgically (paths through an alias or a ``<<`` merge, aliased anchors that would
+change), works out the splices with the text positions of :mod:`._text` and the rendering
+of :mod:`._scalar`, and hands them with the intended :class:`~._verify.Op` to
+:mod:`._verify`, which keeps the edit only when it reads back as intended.
 """
 
 from __future__ import annotations
@@ -38,7 +13,7 @@ import copy
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from ruamel.yaml.error import YAMLError
 
@@ -46,22 +21,14 @@ from syncer.errors import ConfigError
 from syncer.model import Path, format_path
 from syncer.yamledit import _scalar as ys
 from syncer.yamledit import _text as tx
-from syncer.yamledit._tree import Op, Step
 from syncer.yamledit import _tree as yn
+from syncer.yamledit._tree import Step
+from syncer.yamledit._verify import Op, Refused, Splice, verified
 
 __all__ = ["YamlEditError", "YamlFile"]
 
 _TRAILING_COMMENT = re.compile(r"^[ \t]+(#.*)$")
 _HEADER_COMMENT = re.compile(r"^[|>][-+0-9]*[ \t]+(#.*)$")
-
-
-
-class Splice(NamedTuple):
-    """Replace the text from *start* to *end* of one document by *text*."""
-
-    start: int
-    end: int
-    text: str
 
 
 class YamlEditError(ConfigError):
@@ -411,134 +378,9 @@ class YamlFile:
         splices.append(Splice(body, end, text))
         return splices
 
-    def _commit(self, doc: int, path: Path, steps: list[Step], splices: list[Splice],
-                op: Op) -> None:
-        """Apply *splices* to one document, verify by parsing, then keep the result.
-
-        *steps* lead to the node *op* applies to (set: the value; add/delete: the mapping).
-        When the document has no anchors, aliases, tags or directives, only the lines of
-        the block-collection entries holding every splice (plus the blank and comment
-        lines after them) are parsed again: at the same columns they parse alone exactly
-        as they do in place.  Otherwise, or when that check fails, the whole document.
-        """
-        d = self._docs[doc]
-        new_t = d.text
-        for start, end, text in sorted(splices, reverse=True):
-            new_t = new_t[:start] + text + new_t[end:]
-        if not d.refs and self._verify_near(d, path, steps, splices, new_t, op):
-            return
+    def _commit(self, doc: int, path: Path, steps: list[Step], splices: list[Splice], op: Op) -> None:
+        """Keep the edit once it is verified (see :mod:`._verify`), or refuse it."""
         try:
-            fresh = yn.load(new_t)
-        except YAMLError as exc:
-            raise self._error(doc, path, f"edit would produce invalid YAML ({str(exc).splitlines()[0]})") from None
-        if len(fresh) != 1 or (doc + 1 < len(self._docs) and not new_t.endswith("\n")):
-            raise self._error(doc, path, "edit would split or merge documents")
-        if not ys.same(fresh[0].data, yn.expected(copy.deepcopy(d.data), path, op)):
-            raise self._error(doc, path, "edit would not read back as the intended value")
-        self._docs[doc] = fresh[0]
-
-    def _verify_near(self, d: yn.Doc, path: Path, steps: list[Step],
-                     splices: list[Splice], new_t: str, op: Op) -> bool:
-        t, box = d.text, steps[-1].node
-        if op.kind == "append":
-            return False  # verified by parsing the whole document
-        if op.kind in ("add", "add_many") and box.kind == "map" and not box.flow:
-            return self._local_insert(d, path, box, splices[0], new_t, op)
-        lo, hi = min(s.start for s in splices), max(s.end for s in splices)
-        spans: list[tuple[int, int, int]] = []  # (depth of the collection, first slot, end slot)
-        if op.kind == "delete":
-            slot = next(j for j, (k, _) in enumerate(box.items) if ys.same(yn.mapping_key(k), op.key))
-            if slot > 0 and not box.flow:
-                return self._local_delete(d, path, box, slot, splices[0], new_t)
-            spans.append((len(steps) - 1, 0, 2))
-        spans += [(depth, steps[depth + 1].slot, steps[depth + 1].slot + 1) for depth in range(len(steps) - 2, -1, -1)]
-        for depth, a, b in spans:
-            box = steps[depth].node
-            if box.flow:
-                continue
-            try:
-                first = box.items[a][0].start if box.kind == "map" else tx.after_dash(t, box.items[a]) - 1
-            except ValueError:
-                return False
-            last = box.items[b - 1][1] if box.kind == "map" else box.items[b - 1]
-            s0, e0 = tx.line_start(t, first), tx.next_line(t, tx.content_end(t, last))
-            if s0 <= lo and hi <= e0 and not t[s0:first].strip(" -"):
-                return self._local(d, path, depth, box, a, b, first - s0, s0, tx.past_comment_lines(t, e0), new_t, op)
-        return False
-
-    def _local(self, d: yn.Doc, path: Path, depth: int, box: yn.Node, a: int, b: int, pad: int,
-               s0: int, e0: int, new_t: str, op: Op) -> bool:
-        """Verify by parsing only entries/items a..b of *box* (lines s0..e0, after the edit)."""
-        delta, live = len(new_t) - len(d.text), yn.value_at(d.data, path[:depth])
-        sub = new_t[s0:e0 + delta]
-        own = depth == len(path)  # delete on this very mapping
-        if isinstance(live, dict):
-            want = {k: copy.deepcopy(live[k]) for k in list(live)[a:b] if not (own and k == op.key)}
-        else:
-            want = copy.deepcopy(live[a:b])
-        if not own:
-            sub_key = path[depth] if isinstance(live, dict) else int(path[depth]) - a
-            want[sub_key] = yn.expected(want[sub_key], path[depth + 1:], op)
-        root = yn.piece(" " * pad + sub[pad:], pad, box.kind, want) if sub[:pad] == d.text[s0:s0 + pad] else None
-        if root is None:
-            return False
-        yn.shift(d.root, e0, delta)
-        yn.shift(root, 0, s0)
-        box.items[a:b] = root.items
-        yn.expected(live, path[depth:], op)  # the same change, in place (rel path is never empty here)
-        d.text = new_t
-        return True
-
-    def _local_delete(self, d: yn.Doc, path: Path, box: yn.Node, slot: int, splice: Splice, new_t: str) -> bool:
-        """Verify removed entry lines by parsing the innermost entry now running into what follows.
-
-        Whole lines of entry *slot* (> 0) went away; what follows starts at the mapping's
-        column or further left, so it closes everything the previous entry opened.  Only
-        that entry's innermost last part can claim the blank and comment lines now after
-        it (a block scalar), so that part plus those lines is parsed again.
-        """
-        t, (at, stop, _) = d.text, splice
-        holder, hslot, node, data = box, slot - 1, box.items[slot - 1][1], yn.value_at(d.data, path)
-        keys: list[Any] = [list(data)[slot - 1]]
-        while node.kind in ("map", "seq") and not node.flow:
-            data = data[keys[-1]]
-            holder, hslot = node, len(node.items) - 1
-            node = node.items[-1][1] if node.kind == "map" else node.items[-1]
-            keys.append(list(data)[-1] if isinstance(data, dict) else hslot)
-        try:
-            first = holder.items[hslot][0].start if holder.kind == "map" else tx.after_dash(t, node) - 1
-        except ValueError:
-            return False
-        s0, end = tx.line_start(t, first), tx.next_line(t, tx.content_end(t, node))
-        want = {keys[-1]: data[keys[-1]]} if holder.kind == "map" else [data[keys[-1]]]
-        if at < end or t[s0:first].strip(" -"):
-            return False
-        root = yn.piece(" " * (first - s0) + new_t[first:tx.past_comment_lines(new_t, end)], first - s0, holder.kind, want)
-        if root is None:
-            return False
-        del box.items[slot]
-        yn.shift(d.root, stop, at - stop)
-        yn.shift(root, 0, s0)
-        holder.items[hslot] = root.items[0]
-        del yn.value_at(d.data, path)[list(yn.value_at(d.data, path))[slot]]
-        d.text = new_t
-        return True
-
-    def _local_insert(self, d: yn.Doc, path: Path, box: yn.Node, splice: Splice, new_t: str,
-                      op: Op) -> bool:
-        """Verify an appended ``key: value`` by parsing only the inserted lines."""
-        at, _, text = splice
-        lead = len(text) - len(text.lstrip("\r\n"))
-        if tx.line_start(new_t, at + lead) != at + lead:
-            return False
-        piece = new_t[at + lead:tx.past_comment_lines(new_t, at + len(text))]
-        added = op.value if op.kind == "add_many" else {op.key: op.value}
-        root = yn.piece(piece, tx.column(d.text, box.items[0][0].start), "map", added)
-        if root is None:
-            return False
-        yn.shift(d.root, at, len(text))
-        yn.shift(root, 0, at + lead)
-        box.items += root.items
-        yn.value_at(d.data, path).update(copy.deepcopy(added))
-        d.text = new_t
-        return True
+            self._docs[doc] = verified(self._docs[doc], path, steps, splices, op, doc + 1 < len(self._docs))
+        except Refused as exc:
+            raise self._error(doc, path, str(exc)) from None

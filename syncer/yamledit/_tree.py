@@ -7,7 +7,6 @@ from the parser's events (``load``); :mod:`._text` finds where a value, a key's 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -22,7 +21,6 @@ from ruamel.yaml.events import (
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from syncer.model import Path
-from syncer.yamledit import _scalar as ys
 from syncer.yamledit._text import next_line
 
 KEYS = YAML(typ="safe", pure=True)
@@ -54,14 +52,6 @@ class Step(NamedTuple):
     node: Node
     parent: Node | None  # None at the root
     slot: int  # the node's index in its parent's items; -1 at the root
-
-
-class Op(NamedTuple):
-    """What an edit does to the data at its path: the editor verifies the text reads back so."""
-
-    kind: str  # "set" | "add" | "add_many" | "append" | "delete"
-    key: Any  # add, delete: the key; otherwise None
-    value: Any  # set, add, append: the new value; add_many: a dict of new keys; delete: None
 
 
 @dataclass
@@ -183,18 +173,6 @@ def mapping_key(k: Node) -> Any:
         return None
 
 
-def piece(text: str, column: int, kind: str, want: Any) -> Node | None:
-    """Parse a few block entries alone; their root if they sit at *column* and read as *want*."""
-    try:
-        fresh = load(text)
-    except YAMLError:
-        return None
-    if len(fresh) != 1 or fresh[0].refs or not ys.same(fresh[0].data, want):
-        return None
-    root = fresh[0].root
-    return root if root.kind == kind and not root.flow and root.start == column else None
-
-
 def shift(root: Node, at: int, delta: int) -> None:
     """Move offsets at or after *at* by *delta* (text was inserted or removed there)."""
     for n in root.walk():
@@ -215,22 +193,4 @@ def value_at(data: Any, path: Path) -> Any:
             data = data[part]
         else:
             raise KeyError(part)
-    return data
-
-
-def expected(data: Any, rel: Path, op: Op) -> Any:
-    """*data* (a private copy) after applying *op* at *rel*."""
-    kind, key, value = op
-    if kind == "set":
-        if not rel:
-            return copy.deepcopy(value)
-        value_at(data, rel[:-1])[rel[-1]] = copy.deepcopy(value)
-    elif kind == "add":
-        value_at(data, rel)[key] = copy.deepcopy(value)
-    elif kind == "append":
-        value_at(data, rel).append(copy.deepcopy(value))
-    elif kind == "add_many":  # value: the new keys and their values, in order
-        value_at(data, rel).update(copy.deepcopy(value))
-    else:
-        del value_at(data, rel)[key]
     return data
