@@ -337,6 +337,12 @@ def test_delete_key() -> None:
     assert edit("x: |\n  s\ny: 1\n", ("delete_key", 0, (), "x")) == "y: 1\n"
 
 
+def test_delete_key_of_a_sequence_item_is_a_clean_error() -> None:
+    f = YamlFile.parse("l:\n- a\n- b\n", "f.yaml")
+    with pytest.raises(YamlEditError, match=r"f.yaml: document 0: .*not a mapping key"):
+        f.delete_key(0, ("l",), 0)  # type: ignore[arg-type]  # an index, as a caller might pass
+
+
 def test_delete_key_in_flow_mapping() -> None:
     text = "a: {x: 1, y: 2, z: 3}\n"
     assert edit(text, ("delete_key", 0, ("a",), "y")) == "a: {x: 1, z: 3}\n"

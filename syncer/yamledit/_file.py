@@ -202,6 +202,8 @@ class YamlFile:
         """Remove *key* (its lines in a block mapping, its entry in a flow mapping)."""
         d, steps = self._locate(doc, map_path + (key,))
         node, slot, t = steps[-2].node, steps[-1].slot, d.text
+        if node.kind != "map":
+            raise self._error(doc, map_path + (key,), "not a mapping key: only keys of a mapping can be deleted")
         if len(node.items) == 1:
             self.set_value(doc, map_path, {})
             return
