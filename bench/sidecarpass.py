@@ -29,9 +29,9 @@ def measure(n: int, rounds: int, root: Path) -> dict[str, Any]:
     from bench.gen import declared_objects, init_repos, live_object
     from syncer import gitrepo
     from syncer.gitrepo import Workspace
+    from syncer.manifests import object_ref
     from syncer.sidecar.livecache import LiveCache
     from syncer.sidecar.loop import Loop, LoopSettings
-    from syncer.manifests import object_ref
     from syncer.sidecar.metrics import Metrics
     from syncer.sidecar.server import Health
     from syncer.sync import Mode

@@ -27,7 +27,7 @@ from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.manifests import default_installation
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
-from syncer.sync import Mode, Outcome, dry_run, sync_commit, sync_pr
+from syncer.sync import Mode, Outcome, dry_run, write_back
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
 
@@ -245,10 +245,10 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     if repo is not None:
         installation = args.installation or default_installation(repo)
         source = _live_source(args, _namespace(repo, installation, args.namespace))
-    if mode is Mode.DRY_RUN:
+    if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
-        out = dry_run(repo, installation, source, now, _reproduce(args, installation),
-                      config=_config(args, repo, installation))
+        out = write_back(mode, repo, installation, source, now, _reproduce(args, installation),
+                         config=_config(args, repo, installation))
         _print_outcome(out, args, stdout)
         return EXIT_ERROR if out.result.errors else EXIT_OK
     forge = _forge(args)
@@ -264,10 +264,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
             source = _live_source(args, _namespace(ws.path, installation, args.namespace))
         reproduce = _reproduce(args, installation)
         config = _config(args, ws.path, installation)
-        if mode is Mode.COMMIT:
-            out = sync_commit(ws, installation, source, now, config=config)
-        else:
-            out = sync_pr(ws, installation, source, now, reproduce, forge, config=config)
+        out = write_back(mode, ws, installation, source, now, reproduce, forge, config=config)
     _print_outcome(out, args, stdout)
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):
@@ -276,31 +273,16 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
 
 def _notify_outcome(args: argparse.Namespace, installation: str, out: Outcome) -> list[str]:
-    """One-shot notifications: the PR event, and every undeclared or cleared Endpoints seen now."""
+    """One-shot notifications (``alerts.one_shot``): the PR event, and every undeclared or
+    cleared Endpoints seen now; the sidecar builds its events with the same functions."""
     import httpx
 
-    from syncer.model import DriftClass
+    from syncer.alerts import one_shot, send
     from syncer.notify import Notifier
 
-    events: list[tuple[str, dict[str, Any]]] = []
-    if out.pr is not None and out.pr.outcome.value in ("opened", "updated", "closed"):
-        events.append((f"pr.{out.pr.outcome.value}", {"summary": out.pr.message, "pr": out.pr.pr,
-                                                      "drifts": [d.to_json() for d in out.written]}))
-    grouped: dict[tuple[str, str], list[Any]] = {}  # the slices of one Service are one event
-    for d in out.result.drifts:
-        if d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED):
-            subject = f"Service/{d.ref.namespace}/{d.service}" if d.ref.kind == "EndpointSlice" and d.service \
-                else str(d.ref)
-            grouped.setdefault((d.cls.value, subject), []).append(d)
-    for (cls, subject), ds in grouped.items():
-        events.append((f"drift.{cls}", {"summary": f"{subject}: {ds[0].detail}", "drifts": [d.to_json() for d in ds]}))
-    failures: list[str] = []
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     with httpx.Client() as client:
-        notifier = Notifier(args.notify_url, client, secrets=secrets)
-        for name, payload in events:
-            failures += notifier.notify(name, {"installation": installation, **payload})
-    return failures
+        return send(Notifier(args.notify_url, client, secrets=secrets), installation, one_shot(out))
 
 
 def _seconds(text: str, flag: str) -> float:

@@ -1,5 +1,8 @@
 """Write-back: turn a detection ``Result`` into a commit on the base branch or a rolling PR.
 
+``write_back`` is the one entry point, for ``syncer sync`` and every sidecar pass alike: it
+maps the mode to ``sync_commit``, ``sync_pr`` or ``dry_run``.
+
 Always works in a clone owned by syncer: reset to the remote base branch, detect, apply
 the accepted drifts, commit, push. A rejected fast-forward (someone pushed first) means
 fetch and redo from scratch -- never force. The PR branch ``syncer/<installation>`` is
@@ -260,3 +263,26 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
                                         Proposal(out.title, out.body, out.labels, drift_hash(drifts),
                                                  pr_fingerprint(result, drifts, out.title, out.labels)))
     return out
+
+
+def write_back(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
+               reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
+               config: ConfigArg = None, observed_since: SinceArg = None) -> Outcome:
+    """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
+    or ``dry-run`` (``dry_run``: what they would do, nothing written).
+
+    ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
+    taken as it is; a dry run in a clone first resets it to the remote base branch.
+    """
+    if mode is Mode.DRY_RUN:
+        if isinstance(where, Workspace):
+            where.sync_to_base()
+            where = where.path
+        return dry_run(where, installation, source, now, reproduce, store, config=config,
+                       observed_since=observed_since)
+    if not isinstance(where, Workspace):
+        raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
+    if mode is Mode.COMMIT:
+        return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since)
+    return sync_pr(where, installation, source, now, reproduce, forge, store, config=config,
+                   observed_since=observed_since)

@@ -1,0 +1,130 @@
+"""When the sidecar runs a pass: pure arithmetic over times, no threads and no I/O.
+
+Every method takes ``now`` (seconds since the epoch) from the caller, so tests drive it
+with plain numbers. A pass is due when
+
+* something asked for one (``request``: start, config reload, a new leader), at once;
+* a transient failure's retry time came (``failed``: ``retry_base`` doubling per failure in
+  a row, at most ``retry_cap``); until then nothing else starts a pass either;
+* the watch cache changed and then was quiet for ``debounce`` seconds, or ``debounce_max``
+  after the first change of a burst that never goes quiet;
+* a waiting difference became stable (``wait_for``), or
+* the periodic resync is due (``resync`` after the start of the last pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from syncer.classify import parse_time
+from syncer.model import Action, Drift, ObjectRef
+
+#: Requests that start a pass at once, even while a retry is pending.
+IMMEDIATE = ("start", "config", "requested")
+
+
+@dataclass(frozen=True)
+class Timing:
+    debounce: float = 5.0
+    debounce_max: float = 30.0
+    resync: float = 600.0
+    retry_base: float = 5.0
+    retry_cap: float = 300.0
+
+
+class Schedule:
+    def __init__(self, timing: Timing, now: float) -> None:
+        self.timing = timing
+        self.force: str | None = "start"
+        self.retry_at = 0.0
+        self.failures = 0
+        self.next_resync = now + timing.resync
+        self.wait_until: float | None = None
+
+    @property
+    def debounce_max(self) -> float:
+        return max(self.timing.debounce_max, self.timing.debounce)
+
+    def _settled(self, dirty_since: float | None, last_change: float | None) -> float | None:
+        """When a burst of changes (first at ``dirty_since``, last at ``last_change``) is due."""
+        if dirty_since is None or last_change is None:
+            return None
+        return min(last_change + self.timing.debounce, dirty_since + self.debounce_max)
+
+    def request(self, reason: str) -> None:
+        """Ask for a pass as soon as possible; an earlier request keeps its reason."""
+        self.force = self.force or reason
+
+    def due(self, now: float, dirty_since: float | None = None, last_change: float | None = None) -> str | None:
+        """Why a pass should run at ``now``, or None; the two times are the watch cache's."""
+        if self.force in IMMEDIATE:
+            return self.force
+        if now < self.retry_at:
+            return None
+        if self.force:
+            return self.force
+        settled = self._settled(dirty_since, last_change)
+        if settled is not None and now >= settled:
+            return "change"
+        if self.wait_until is not None and now >= self.wait_until:
+            return "stable"
+        if now >= self.next_resync:
+            return "resync"
+        return None
+
+    def next_wakeup(self, now: float, dirty_since: float | None = None, last_change: float | None = None) -> float:
+        """The earliest time a pass can be due, never before a pending retry."""
+        times = [self.next_resync]
+        settled = self._settled(dirty_since, last_change)
+        if settled is not None:
+            times.append(settled)
+        if self.wait_until is not None:
+            times.append(self.wait_until)
+        if self.force:
+            times.append(now)
+        return max(min(times), self.retry_at)
+
+    def started(self, now: float) -> None:
+        """A pass starts at ``now``: requests are taken, the resync counts from here."""
+        self.force = None
+        self.next_resync = now + self.timing.resync
+
+    def again(self, reason: str) -> None:
+        """A pass at once for ``reason``, replacing the reason of a request made meanwhile."""
+        self.force = reason
+
+    def succeeded(self) -> None:
+        self.failures, self.retry_at = 0, 0.0
+
+    def failed(self, now: float, transient: bool) -> float:
+        """A pass failed; returns the retry delay (0: a permanent failure waits for the next
+        change, config reload or resync)."""
+        self.failures += 1
+        if not transient:
+            return 0.0
+        delay = min(self.timing.retry_cap, self.timing.retry_base * 2.0 ** (self.failures - 1))
+        self.retry_at, self.force = now + delay, "retry"
+        return delay
+
+    def crashed(self, now: float) -> None:
+        """A bug escaped a pass: wait the longest retry before the next one."""
+        self.retry_at = now + self.timing.retry_cap
+
+    def wait_for(self, deadline: float | None) -> None:
+        """A pass at ``deadline`` (a waiting difference then stable long enough); None: none."""
+        self.wait_until = deadline
+
+
+def stable_deadline(drifts: Iterable[Drift], stable_for: float, since: Mapping[ObjectRef, datetime],
+                    now: float) -> float | None:
+    """The first future moment a waiting difference has been stable for ``stable_for`` seconds:
+    its change time (managedFields, else when the watch saw it change) plus ``stable_for``."""
+    deadlines = []
+    for d in drifts:
+        if d.action is Action.WAIT:
+            changed = parse_time(d.changed_at) or since.get(d.ref)
+            if changed is not None:
+                deadlines.append(changed.timestamp() + stable_for)
+    return min((t for t in deadlines if t > now), default=None)
