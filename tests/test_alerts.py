@@ -10,27 +10,19 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import NOW, ROOT, git
-from test_sidecar import (  # noqa: F401 - fixtures
-    FakeClock,
-    _loopback_only,
-    fake,
-    live_like_example,
-    seed,
-    set_endpoints,
-    sidecar,
-)
 
-from fakes.forges import FAKES
-from fakes.kube_api import FakeKubeAPI
-from fakes.webhook import Receiver
+from tests.conftest import NOW, pushed_repo
+from tests.fakes.forges import FAKES
+from tests.fakes.kube_api import FakeKubeAPI
+from tests.fakes.webhook import Receiver
+from tests.helpers import _loopback_only, fake  # noqa: F401 - fixtures
+from tests.test_sidecar import FakeClock, live_like_example, seed, set_endpoints, sidecar
 from syncer.cli import main
 from syncer.forges import make_forge
 from syncer.notify import Notifier
@@ -42,16 +34,7 @@ TOKEN = "forge-token-alerts"
 def world(root: Path) -> Path:
     """hosts/asgard committed on main in ``root/work``, pushed to the bare ``root/origin.git``."""
     root.mkdir()
-    work, bare = root / "work", root / "origin.git"
-    git(root, "init", "-q", "--bare", "-b", "main", str(bare))
-    work.mkdir()
-    git(work, "init", "-q", "-b", "main")
-    shutil.copytree(ROOT / "hosts" / "asgard", work / "hosts" / "asgard")
-    git(work, "add", ".")
-    git(work, "commit", "-q", "-m", "asgard manifests")
-    git(work, "remote", "add", "origin", str(bare))
-    git(work, "push", "-q", "origin", "main")
-    return work
+    return pushed_repo(root, "asgard")
 
 
 def snapshot(fake: FakeKubeAPI, work: Path, path: Path) -> Path:
