@@ -23,6 +23,7 @@ Only the address part of an object is classified. A port change is a difference 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -84,8 +85,11 @@ def is_mirrored(obj: Mapping[str, Any] | None) -> bool:
     return _labels(obj).get(MANAGED_BY_LABEL) == MIRROR_CONTROLLER
 
 
+@functools.lru_cache(maxsize=65_536)
 def canonical(address: str) -> str:
-    """One spelling per address: IPs compressed (``2001:db8::1``), names lower-case without a final dot."""
+    """One spelling per address: IPs compressed (``2001:db8::1``), names lower-case without a final dot.
+
+    Remembered by string: every pass of the sidecar spells the same addresses again."""
     text = address.strip()
     try:
         return str(ipaddress.ip_address(text))
@@ -137,14 +141,23 @@ def ready_addresses(kind: str, obj: Mapping[str, Any] | None) -> list[str]:
 
 def candidate_hosts(value: Any) -> set[str]:
     """Host part of every address in a candidate list value (``host``, ``host:port``, ``[v6]:port``)."""
-    tokens = address_list(value) if isinstance(value, str) else None
+    if not isinstance(value, str):
+        return set()
+    return set(_candidate_hosts(value))  # a copy: the caller owns its set
+
+
+@functools.lru_cache(maxsize=4096)
+def _candidate_hosts(value: str) -> frozenset[str]:
+    """``candidate_hosts`` of one string, remembered: every Endpoints bound to a ConfigMap key
+    reads the same list, pass after pass."""
+    tokens = address_list(value)
     hosts = set()
     for token in tokens or []:
         if token.startswith("["):
             hosts.add(canonical(token[1 : token.index("]")]))
         else:
             hosts.add(canonical(token.rsplit(":", 1)[0] if token.count(":") == 1 else token))
-    return hosts
+    return frozenset(hosts)
 
 
 def address_class(addresses: Iterable[str], candidates: set[str] | None) -> DriftClass:

@@ -6,6 +6,7 @@ The CLI and the sidecar both call ``detect``; write-back is a separate step fed 
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -82,7 +83,8 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, store: BaseS
 
 #: Field differences and last-applied bases, remembered while the git and live objects stay the
 #: same objects (the sidecar's parse and watch caches): a pass re-compares only what changed.
-_COMPARED: IdentityMemo[list[FieldDiff]] = IdentityMemo()
+#: ``_COMPARED`` also remembers which objects were found in sync (see ``_IN_SYNC``).
+_COMPARED: IdentityMemo[Any] = IdentityMemo()
 _LAST_APPLIED: IdentityMemo[tuple[dict[str, Any] | None, str]] = IdentityMemo()
 
 
@@ -185,7 +187,7 @@ def _get_live(source: LiveSource, ref: ObjectRef, cache: dict[ObjectRef, Any]) -
 
 
 class _Family:
-    """The Endpoints family of one detection: which slices belong to which Service."""
+    """The Endpoints family of one set of manifests: which slices belong to which Service."""
 
     def __init__(self, manifests: Manifests) -> None:
         self.slices: dict[tuple[str, str], list[ObjectRef]] = {}
@@ -294,6 +296,18 @@ def _object_drifts(
     return out
 
 
+def _store_readable(store: BaseStore | None, ref: ObjectRef) -> bool:
+    """Can the state record be read now (``_evidence`` reads it for every compared object)?"""
+    if store is None:
+        return True
+    try:
+        store.base(ref)
+        store.proposed(ref)
+    except Exception:  # noqa: BLE001 -- whatever it raises, the full path raises it again for this object
+        return False
+    return True
+
+
 def _to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
     """The live objects ``detect`` will read: tracked ones and their candidate ConfigMaps."""
     refs = [ref for ref in manifests.objects if config.track_for(ref.kind) is not Track.IGNORE]
@@ -303,6 +317,39 @@ def _to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
         if bound is not None:
             refs.append(ObjectRef("v1", "ConfigMap", bound.namespace, bound.config_map))
     return refs
+
+
+class _Plan:
+    """What detection derives from the manifests alone: the order objects are compared in (file
+    order) and the Endpoints family. Remembered while ``load_manifests`` hands back the same
+    manifests (no file changed), so a sidecar pass does not sort and index 5,000 objects again."""
+
+    def __init__(self, manifests: Manifests) -> None:
+        self.objects = manifests.objects  # held: its identity is the key
+        self.order = sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix))
+        self.family = _Family(manifests)
+
+
+_PLAN: list[_Plan] = []  # the last one (one installation per process in practice)
+_PLAN_LOCK = threading.Lock()
+
+
+def _plan(manifests: Manifests) -> _Plan:
+    with _PLAN_LOCK:
+        if _PLAN and _PLAN[0].objects is manifests.objects:
+            return _PLAN[0]
+    plan = _Plan(manifests)
+    with _PLAN_LOCK:
+        _PLAN[:] = [plan]
+    return plan
+
+
+#: An object found in sync is remembered in ``_COMPARED`` too, keyed on (git object, live
+#: object, config): only a comparison that found no difference, whose outcome depends on those
+#: three alone (nothing of ``now``, the state record, git history or when the watch saw a
+#: change), so the same three objects again are in sync again without comparing. An object
+#: with a difference is judged afresh each pass (stability timing moves with ``now``).
+_IN_SYNC = "in sync"
 
 
 def detect(
@@ -330,8 +377,12 @@ def detect(
     prefetch = getattr(source, "prefetch", None)
     if prefetch is not None:  # an API source reads everything at once (lists, concurrent GETs)
         prefetch(_to_read(config, manifests))
-    family = _Family(manifests)
-    for ref, obj in sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix)):
+    plan = _plan(manifests) if memo else _Plan(manifests)
+    family = plan.family
+    # The state record is read for every object compared (a record not read yet fails each
+    # one); an object known in sync skips its comparison only while the record can be read.
+    store_ok: bool | None = None if store is not None else True
+    for ref, obj in plan.order:
         if config.track_for(ref.kind) is Track.IGNORE:
             continue
         try:
@@ -351,13 +402,26 @@ def detect(
             if ref in family.shadowed:
                 checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
                 continue
+            if memo and _COMPARED.peek((obj, live, config), _IN_SYNC):
+                if store_ok is None:
+                    store_ok = _store_readable(store, ref)
+                if store_ok:
+                    # Still read what binds it (the candidate ConfigMap may have become
+                    # unreadable); what it holds cannot matter to an object without differences.
+                    if endpoints.is_family(ref.kind):
+                        family.binding(obj, live, config, source, manifests, cache)
+                    checked.append(ref)
+                    continue
             check_nodes(live, "live object")  # an alias bomb in a snapshot costs this object only
             binding = family.binding(obj, live, config, source, manifests, cache) \
                 if endpoints.is_family(ref.kind) else None
             since = observed_since.get(ref) if observed_since else None
             evidence, note = _evidence(obj, live, config, store, history, memo)
-            drifts.extend(_object_drifts(obj, live, config, evidence, now, binding, since, note, memo))
+            found = _object_drifts(obj, live, config, evidence, now, binding, since, note, memo)
+            drifts.extend(found)
             checked.append(ref)
+            if memo and not found:
+                _COMPARED.put((obj, live, config), _IN_SYNC, True)
         except ClusterUnreachable:
             raise  # nothing can be compared
         except ClusterError as exc:

@@ -412,15 +412,40 @@ def _file_objects(path: Path, display: str, repo: Path, default_namespace: str) 
     return out
 
 
+#: The last index built per (repo, installation, namespace), with the per-file lists it was
+#: built from: while every file gives back the same (cached) list, the same ``Manifests`` is
+#: handed out again, so detection can remember what it derives from it (syncer/engine.py).
+_INDEXES: dict[tuple[str, str, str], tuple[tuple[tuple[str, list[GitObject | FileError]], ...], Manifests]] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
 def load_manifests(repo: Path, installation: str, default_namespace: str) -> Manifests:
-    """Index every object under ``hosts/<installation>/`` by its ObjectRef."""
-    objects: dict[ObjectRef, GitObject] = {}
-    errors: list[FileError] = []
+    """Index every object under ``hosts/<installation>/`` by its ObjectRef.
+
+    The result is shared and read-only, like the ``GitObject`` data it holds."""
     files = manifest_files(repo, installation)
     _CACHE.forget_gone(host_dir(repo, installation), files)
-    for path in files:
-        display = path.relative_to(repo).as_posix()
-        for obj in _CACHE.file(path, display, repo, default_namespace):
+    shown = [path.relative_to(repo).as_posix() for path in files]
+    parts = tuple((display, _CACHE.file(path, display, repo, default_namespace)) for path, display in zip(files, shown))
+    key = (str(Path(repo).absolute()), installation, default_namespace)
+    with _INDEXES_LOCK:
+        last = _INDEXES.get(key)
+    if last is not None and len(last[0]) == len(parts) and all(
+            a[0] == b[0] and a[1] is b[1] for a, b in zip(last[0], parts)):
+        return last[1]
+    manifests = _index(parts)
+    with _INDEXES_LOCK:
+        if len(_INDEXES) >= 64 and key not in _INDEXES:
+            _INDEXES.clear()
+        _INDEXES[key] = (parts, manifests)
+    return manifests
+
+
+def _index(parts: tuple[tuple[str, list[GitObject | FileError]], ...]) -> Manifests:
+    objects: dict[ObjectRef, GitObject] = {}
+    errors: list[FileError] = []
+    for display, entries in parts:
+        for obj in entries:
             if isinstance(obj, FileError):
                 errors.append(obj)
                 continue

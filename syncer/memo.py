@@ -35,12 +35,31 @@ class IdentityMemo(Generic[T]):
                 return found[1]
             self.misses += 1
         value = compute()
+        self.put(objects, extra, value)
+        return value
+
+    def peek(self, objects: tuple[object, ...], extra: Hashable) -> T | None:
+        """The remembered value (counted as a hit), or None (not counted: the caller computes
+        it some other way)."""
+        key = (*map(id, objects), extra)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            for a, b in zip(found[0], objects):
+                if a is not b:
+                    return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return found[1]
+
+    def put(self, objects: tuple[object, ...], extra: Hashable, value: T) -> None:
+        key = (*map(id, objects), extra)
         with self._lock:
             self._entries[key] = (objects, value)
             self._entries.move_to_end(key)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-        return value
 
     def clear(self) -> None:
         with self._lock:

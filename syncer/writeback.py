@@ -21,6 +21,7 @@ from syncer.errors import ConfigError
 from syncer.manifests import GitObject, parse_documents, templated
 from syncer.model import Drift, Edit, FileError, ObjectRef, format_path
 from syncer.normalize import MISSING, get_path
+from syncer import yamlnodes
 from syncer.yamledit import YamlEditError, YamlFile
 
 
@@ -90,12 +91,39 @@ def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple
     return None if a == b and type(a) is type(b) else path
 
 
+#: The editor's parse of a file, by (file, hash of its text): the sidecar plans the same file
+#: again whenever a live value in it changes, and the pure-Python parse is most of the cost.
+#: Edits change the documents they touch in place, so each plan gets fresh copies of the
+#: documents it edits and shares the others (an edit never touches another document).
+_PARSED: OrderedDict[tuple[str, str], list[yamlnodes.Doc]] = OrderedDict()
+_PARSED_MAX = 64
+
+
+def _editable(file: str, old: str, touched: set[int]) -> YamlFile:
+    """``YamlFile.parse(old, file)``, from the remembered parse when there is one."""
+    key = (file, hashlib.sha256(old.encode()).hexdigest())
+    with _PLANNED_LOCK:
+        docs = _PARSED.get(key)
+        if docs is not None:
+            _PARSED.move_to_end(key)
+    if docs is None or "".join(d.text for d in docs) != old:
+        try:
+            docs = yamlnodes.load(old)
+        except Exception:  # noqa: BLE001 -- the editor's own parse says what is wrong, as it always did
+            return YamlFile.parse(old, file)
+        with _PLANNED_LOCK:
+            _PARSED[key] = docs
+            while len(_PARSED) > _PARSED_MAX:
+                _PARSED.popitem(last=False)
+    return YamlFile(old, file, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(docs)])
+
+
 def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
     """New text of one file and its kept trailing comments; ConfigError (one line, without the
     file name) when it cannot be written exactly."""
     if templated(old):
         raise ConfigError("templated (it holds {{ }} or ${VAR} expressions)")
-    doc = YamlFile.parse(old, file)
+    doc = _editable(file, old, {obj.doc for _, obj, _ in steps})
     want = parse_documents(old, file)
     comments: list[tuple[ObjectRef, str, str]] = []
     # Keys added to one mapping one after the other go in as one edit: linear in the number
