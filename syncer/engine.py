@@ -5,6 +5,7 @@ The CLI and the sidecar both call ``detect``; write-back is a separate step fed 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from dataclasses import replace
@@ -159,31 +160,46 @@ def _candidates(
     bound = config.candidates_for(namespace, service)
     if bound is None:
         return None
-    cm = ObjectRef("v1", "ConfigMap", bound.namespace, bound.config_map)
-    if cm not in cache:
-        cache[cm] = source.get(cm)
-    for obj in (cache[cm], manifests.objects[cm].data if cm in manifests.objects else None):
+    cm = _config_map_ref(bound.namespace, bound.config_map)
+    live = cache.get(cm, _UNREAD)
+    if live is _UNREAD:
+        live = cache[cm] = source.get(cm)
+    declared = manifests.objects.get(cm)
+    for obj in (live, declared.data if declared is not None else None):
         value = get_path(obj, ("data", bound.key)) if obj else MISSING
         if isinstance(value, str):
             return endpoints.candidate_hosts(value)
     return set()
 
 
+@functools.lru_cache(maxsize=1024)
+def _config_map_ref(namespace: str, name: str) -> ObjectRef:
+    return ObjectRef("v1", "ConfigMap", namespace, name)
+
+
+#: Not in the per-detection cache of live objects yet (None there means absent live).
+_UNREAD: Any = object()
+
+
 def _get_live(source: LiveSource, ref: ObjectRef, cache: dict[ObjectRef, Any]) -> dict[str, Any] | None:
     """The live object; an EndpointSlice also under the older version a snapshot may hold."""
-    if ref not in cache:
-        live = source.get(ref)
-        for alt in endpoints.ALTERNATE_VERSIONS.get((ref.api_version, ref.kind), ()) if live is None else ():
-            try:
-                live = source.get(replace(ref, api_version=alt))
-            except ClusterUnreachable:
-                raise
-            except ClusterError:
-                live = None  # not served or not watched under that version: absent
-            if live is not None:
-                break
-        cache[ref] = endpoints.as_v1(live) if live is not None and ref.kind == endpoints.SLICE else live
-    return cache[ref]  # type: ignore[no-any-return]
+    found = cache.get(ref, _UNREAD)
+    if found is not _UNREAD:
+        return found  # type: ignore[no-any-return]
+    live = source.get(ref)
+    for alt in endpoints.ALTERNATE_VERSIONS.get((ref.api_version, ref.kind), ()) if live is None else ():
+        try:
+            live = source.get(replace(ref, api_version=alt))
+        except ClusterUnreachable:
+            raise
+        except ClusterError:
+            live = None  # not served or not watched under that version: absent
+        if live is not None:
+            break
+    if live is not None and ref.kind == endpoints.SLICE:
+        live = endpoints.as_v1(live)
+    cache[ref] = live
+    return live
 
 
 class _Family:
@@ -203,6 +219,17 @@ class _Family:
                 self.shadowed.add(ref)  # the control plane's copy of a declared Endpoints
             else:
                 self.slices.setdefault((ref.namespace, service), []).append(ref)
+
+    def read_binding(self, obj: GitObject, live: dict[str, Any], config: Config, source: LiveSource,
+                     manifests: Manifests, cache: dict[ObjectRef, Any]) -> None:
+        """What ``binding`` reads, for an object whose binding's content cannot matter (one in
+        sync): it fails where ``binding`` would, for the same reason."""
+        if obj.ref.kind != endpoints.ENDPOINTS:
+            self.binding(obj, live, config, source, manifests, cache)
+            return
+        service = endpoints.service_of(obj.ref.kind, obj.data)
+        if service is not None:
+            _candidates(config, obj.ref.namespace, service, source, manifests, cache)
 
     def binding(self, obj: GitObject, live: dict[str, Any], config: Config, source: LiveSource,
                 manifests: Manifests, cache: dict[ObjectRef, Any]) -> endpoints.Binding | None:
@@ -328,6 +355,17 @@ class _Plan:
         self.objects = manifests.objects  # held: its identity is the key
         self.order = sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix))
         self.family = _Family(manifests)
+        self._tracked: tuple[Config, list[tuple[ObjectRef, GitObject, bool]]] | None = None
+
+    def tracked(self, config: Config) -> list[tuple[ObjectRef, GitObject, bool]]:
+        """(ref, git object, in the Endpoints family) of every object ``config`` does not ignore, in order."""
+        last = self._tracked
+        if last is not None and last[0] is config:
+            return last[1]
+        out = [(ref, obj, endpoints.is_family(ref.kind)) for ref, obj in self.order
+               if config.track_for(ref.kind) is not Track.IGNORE]
+        self._tracked = (config, out)
+        return out
 
 
 _PLAN: list[_Plan] = []  # the last one (one installation per process in practice)
@@ -382,9 +420,8 @@ def detect(
     # The state record is read for every object compared (a record not read yet fails each
     # one); an object known in sync skips its comparison only while the record can be read.
     store_ok: bool | None = None if store is not None else True
-    for ref, obj in plan.order:
-        if config.track_for(ref.kind) is Track.IGNORE:
-            continue
+    shadowed = family.shadowed
+    for ref, obj, in_family in plan.tracked(config):
         try:
             live = _get_live(source, ref, cache)
             if live is None:
@@ -399,7 +436,7 @@ def detect(
                                     else "absent live; syncer never deletes from git"))
                 checked.append(ref)
                 continue
-            if ref in family.shadowed:
+            if shadowed and ref in shadowed:
                 checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
                 continue
             if memo and _COMPARED.peek((obj, live, config), _IN_SYNC):
@@ -408,13 +445,12 @@ def detect(
                 if store_ok:
                     # Still read what binds it (the candidate ConfigMap may have become
                     # unreadable); what it holds cannot matter to an object without differences.
-                    if endpoints.is_family(ref.kind):
-                        family.binding(obj, live, config, source, manifests, cache)
+                    if in_family:
+                        family.read_binding(obj, live, config, source, manifests, cache)
                     checked.append(ref)
                     continue
             check_nodes(live, "live object")  # an alias bomb in a snapshot costs this object only
-            binding = family.binding(obj, live, config, source, manifests, cache) \
-                if endpoints.is_family(ref.kind) else None
+            binding = family.binding(obj, live, config, source, manifests, cache) if in_family else None
             since = observed_since.get(ref) if observed_since else None
             evidence, note = _evidence(obj, live, config, store, history, memo)
             found = _object_drifts(obj, live, config, evidence, now, binding, since, note, memo)
