@@ -21,8 +21,7 @@ from syncer.errors import ConfigError
 from syncer.manifests import GitObject, parse_documents, templated
 from syncer.model import Drift, Edit, FileError, ObjectRef, format_path
 from syncer.normalize import MISSING, get_path
-from syncer import yamlnodes
-from syncer.yamledit import YamlEditError, YamlFile
+from syncer.yamledit import Doc, YamlEditError, YamlFile, load
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,7 @@ def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple
 #: again whenever a live value in it changes, and the pure-Python parse is most of the cost.
 #: Edits change the documents they touch in place, so each plan gets fresh copies of the
 #: documents it edits and shares the others (an edit never touches another document).
-_PARSED: OrderedDict[tuple[str, str], list[yamlnodes.Doc]] = OrderedDict()
+_PARSED: OrderedDict[tuple[str, str], list[Doc]] = OrderedDict()
 _PARSED_MAX = 64
 
 
@@ -108,7 +107,7 @@ def _editable(file: str, old: str, touched: set[int]) -> YamlFile:
             _PARSED.move_to_end(key)
     if docs is None or "".join(d.text for d in docs) != old:
         try:
-            docs = yamlnodes.load(old)
+            docs = load(old)
         except Exception:  # noqa: BLE001 -- the editor's own parse says what is wrong, as it always did
             return YamlFile.parse(old, file)
         with _PLANNED_LOCK:
