@@ -84,8 +84,8 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, store: BaseS
 
 #: Field differences and last-applied bases, remembered while the git and live objects stay the
 #: same objects (the sidecar's parse and watch caches): a pass re-compares only what changed.
-#: ``_COMPARED`` also remembers which objects were found in sync (see ``_IN_SYNC``).
-_COMPARED: IdentityMemo[Any] = IdentityMemo()
+#: Which objects were found in sync is remembered per manifests and config (``_Tracked``).
+_COMPARED: IdentityMemo[list[FieldDiff]] = IdentityMemo()
 _LAST_APPLIED: IdentityMemo[tuple[dict[str, Any] | None, str]] = IdentityMemo()
 
 
@@ -160,16 +160,24 @@ def _candidates(
     bound = config.candidates_for(namespace, service)
     if bound is None:
         return None
+    # Once read in this detection, a binding's list stays what it was (the ConfigMap is read
+    # once per detection): remembered by the Candidates entry, which many Services may share.
+    known = cache.get(bound, _UNREAD)  # type: ignore[call-overload]
+    if known is not _UNREAD:
+        return set(known)
     cm = _config_map_ref(bound.namespace, bound.config_map)
     live = cache.get(cm, _UNREAD)
     if live is _UNREAD:
         live = cache[cm] = source.get(cm)
     declared = manifests.objects.get(cm)
+    hosts: set[str] = set()
     for obj in (live, declared.data if declared is not None else None):
         value = get_path(obj, ("data", bound.key)) if obj else MISSING
         if isinstance(value, str):
-            return endpoints.candidate_hosts(value)
-    return set()
+            hosts = endpoints.candidate_hosts(value)
+            break
+    cache[bound] = frozenset(hosts)  # type: ignore[index]
+    return hosts
 
 
 @functools.lru_cache(maxsize=1024)
@@ -227,9 +235,14 @@ class _Family:
         if obj.ref.kind != endpoints.ENDPOINTS:
             self.binding(obj, live, config, source, manifests, cache)
             return
+        # Of an Endpoints' binding only reading the candidate ConfigMap can fail (taking a list
+        # apart cannot): read it as ``_candidates`` would.
         service = endpoints.service_of(obj.ref.kind, obj.data)
-        if service is not None:
-            _candidates(config, obj.ref.namespace, service, source, manifests, cache)
+        bound = config.candidates_for(obj.ref.namespace, service) if service is not None else None
+        if bound is not None:
+            cm = _config_map_ref(bound.namespace, bound.config_map)
+            if cm not in cache:
+                cache[cm] = source.get(cm)
 
     def binding(self, obj: GitObject, live: dict[str, Any], config: Config, source: LiveSource,
                 manifests: Manifests, cache: dict[ObjectRef, Any]) -> endpoints.Binding | None:
@@ -346,6 +359,25 @@ def _to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
     return refs
 
 
+class _Tracked:
+    """The objects one config compares, in order, and which of them were found in sync.
+
+    ``in_sync[i]`` is the live object that the i-th object was last found in sync with (or
+    None). A comparison that found no difference depends on the git object, the live object
+    and the config alone -- nothing of ``now``, the state record, git history or when the watch
+    saw a change -- so the same live object again is in sync again without comparing. Only for
+    a source whose objects are never modified (the watch cache; the git objects come from the
+    parse cache, likewise read-only). An object with a difference is judged afresh every pass
+    (its stability timing moves with ``now``)."""
+
+    def __init__(self, config: Config, order: list[tuple[ObjectRef, GitObject]]) -> None:
+        self.config = config  # held: its identity is the key
+        self.items = [(ref, obj, endpoints.is_family(ref.kind)) for ref, obj in order
+                      if config.track_for(ref.kind) is not Track.IGNORE]
+        self.in_sync: list[dict[str, Any] | None] = [None] * len(self.items)
+        self.generation = _COMPARED.generation  # ``_COMPARED.clear()`` forgets these too
+
+
 class _Plan:
     """What detection derives from the manifests alone: the order objects are compared in (file
     order) and the Endpoints family. Remembered while ``load_manifests`` hands back the same
@@ -355,39 +387,29 @@ class _Plan:
         self.objects = manifests.objects  # held: its identity is the key
         self.order = sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix))
         self.family = _Family(manifests)
-        self._tracked: tuple[Config, list[tuple[ObjectRef, GitObject, bool]]] | None = None
+        self._tracked: _Tracked | None = None
 
-    def tracked(self, config: Config) -> list[tuple[ObjectRef, GitObject, bool]]:
-        """(ref, git object, in the Endpoints family) of every object ``config`` does not ignore, in order."""
+    def tracked(self, config: Config) -> _Tracked:
         last = self._tracked
-        if last is not None and last[0] is config:
-            return last[1]
-        out = [(ref, obj, endpoints.is_family(ref.kind)) for ref, obj in self.order
-               if config.track_for(ref.kind) is not Track.IGNORE]
-        self._tracked = (config, out)
-        return out
+        if last is not None and last.config is config and last.generation == _COMPARED.generation:
+            return last
+        self._tracked = _Tracked(config, self.order)
+        return self._tracked
 
 
-_PLAN: list[_Plan] = []  # the last one (one installation per process in practice)
-_PLAN_LOCK = threading.Lock()
+_PLANS: list[_Plan] = []  # the last few (one installation per process in practice)
+_PLANS_LOCK = threading.Lock()
 
 
 def _plan(manifests: Manifests) -> _Plan:
-    with _PLAN_LOCK:
-        if _PLAN and _PLAN[0].objects is manifests.objects:
-            return _PLAN[0]
+    with _PLANS_LOCK:
+        for plan in _PLANS:
+            if plan.objects is manifests.objects:
+                return plan
     plan = _Plan(manifests)
-    with _PLAN_LOCK:
-        _PLAN[:] = [plan]
+    with _PLANS_LOCK:
+        _PLANS[:] = [plan, *_PLANS[:3]]
     return plan
-
-
-#: An object found in sync is remembered in ``_COMPARED`` too, keyed on (git object, live
-#: object, config): only a comparison that found no difference, whose outcome depends on those
-#: three alone (nothing of ``now``, the state record, git history or when the watch saw a
-#: change), so the same three objects again are in sync again without comparing. An object
-#: with a difference is judged afresh each pass (stability timing moves with ``now``).
-_IN_SYNC = "in sync"
 
 
 def detect(
@@ -408,7 +430,7 @@ def detect(
     drifts: list[Drift] = []
     errors: list[FileError] = list(manifests.errors)
     checked: list[ObjectRef] = []
-    cache: dict[ObjectRef, Any] = {}
+    cache: dict[ObjectRef, Any] = {}  # live objects read in this detection (and candidate lists, see _candidates)
     # A source whose objects are never modified (the watch cache) lets comparisons be remembered
     # while neither side changes: git objects come from the parse cache, likewise read-only.
     memo = bool(getattr(source, "immutable", False))
@@ -421,7 +443,10 @@ def detect(
     # one); an object known in sync skips its comparison only while the record can be read.
     store_ok: bool | None = None if store is not None else True
     shadowed = family.shadowed
-    for ref, obj, in_family in plan.tracked(config):
+    tracked = plan.tracked(config)
+    in_sync = tracked.in_sync
+    reused = 0
+    for i, (ref, obj, in_family) in enumerate(tracked.items):
         try:
             live = _get_live(source, ref, cache)
             if live is None:
@@ -439,7 +464,7 @@ def detect(
             if shadowed and ref in shadowed:
                 checked.append(ref)  # a mirrored slice: its Endpoints speaks for it
                 continue
-            if memo and _COMPARED.peek((obj, live, config), _IN_SYNC):
+            if memo and in_sync[i] is live:
                 if store_ok is None:
                     store_ok = _store_readable(store, ref)
                 if store_ok:
@@ -448,6 +473,7 @@ def detect(
                     if in_family:
                         family.read_binding(obj, live, config, source, manifests, cache)
                     checked.append(ref)
+                    reused += 1
                     continue
             check_nodes(live, "live object")  # an alias bomb in a snapshot costs this object only
             binding = family.binding(obj, live, config, source, manifests, cache) if in_family else None
@@ -456,8 +482,8 @@ def detect(
             found = _object_drifts(obj, live, config, evidence, now, binding, since, note, memo)
             drifts.extend(found)
             checked.append(ref)
-            if memo and not found:
-                _COMPARED.put((obj, live, config), _IN_SYNC, True)
+            if memo:
+                in_sync[i] = None if found else live
         except ClusterUnreachable:
             raise  # nothing can be compared
         except ClusterError as exc:
@@ -469,4 +495,5 @@ def detect(
             # that object and keep comparing the others.
             errors.append(FileError(obj.file, f"{ref}: live object has an unexpected shape ({type(exc).__name__}: "
                                               f"{str(exc)[:120]})"))
+    _COMPARED.served(reused)  # comparisons not made again
     return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked))

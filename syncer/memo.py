@@ -24,6 +24,7 @@ class IdentityMemo(Generic[T]):
         self._entries: OrderedDict[tuple[Hashable, ...], tuple[tuple[object, ...], T]] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = self.misses = 0
+        self.generation = 0  # bumps on clear(): whatever was derived from the entries is stale
 
     def get(self, objects: tuple[object, ...], extra: Hashable, compute: Callable[[], T]) -> T:
         key = (*map(id, objects), extra)
@@ -38,19 +39,10 @@ class IdentityMemo(Generic[T]):
         self.put(objects, extra, value)
         return value
 
-    def peek(self, objects: tuple[object, ...], extra: Hashable) -> T | None:
-        """The remembered value (counted as a hit), or None (not counted: the caller computes
-        it some other way)."""
-        found = self._entries.get((*map(id, objects), extra))  # one dict read: safe without the lock
-        if found is None:
-            return None
-        for a, b in zip(found[0], objects):
-            if a is not b:
-                return None
-        # Not moved to the end (that takes the lock, and a sidecar pass peeks at every object):
-        # an entry that falls out is computed once more and put back.
-        self.hits += 1
-        return found[1]
+    def served(self, n: int) -> None:
+        """Count ``n`` results known without asking (a caller remembering them another way)."""
+        with self._lock:
+            self.hits += n
 
     def put(self, objects: tuple[object, ...], extra: Hashable, value: T) -> None:
         key = (*map(id, objects), extra)
@@ -63,3 +55,4 @@ class IdentityMemo(Generic[T]):
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self.generation += 1
