@@ -21,7 +21,7 @@ from conftest import EXAMPLE_LIVE, NOW, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from syncer import engine, manifests, writeback
+from syncer import engine, manifests, writeback, yamledit
 from syncer.classify import parse_time
 from syncer.config import Config, load_config
 from syncer.errors import ClusterError
@@ -45,6 +45,9 @@ class Fresh:
 
     def get(self, ref: ObjectRef) -> dict[str, Any] | None:
         return self.cache.get(ref)
+
+    def describe(self) -> str:
+        return self.cache.describe()
 
 
 class Store:
@@ -316,7 +319,7 @@ def test_incremental_detection_equals_detection_from_scratch(world: World, ops: 
 def test_planning_again_from_the_remembered_parse_gives_what_a_fresh_parse_gives(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     parses: list[str] = []
-    real = writeback.load
+    real = yamledit.load
 
     def counting(text: str) -> Any:
         parses.append(text)
