@@ -191,11 +191,13 @@ class Loop:
             open_ = out.pr.outcome.value in ("opened", "updated", "unchanged", "human-pushed") if out.pr \
                 else out.commit is not None
             self.metrics.pr_open.labels(self.settings.installation).set(1 if open_ else 0)
-        try:
-            loaded = load_installation(self.ws.path, self.settings.installation, self.config())
-        except ConfigError as exc:
-            event(log, logging.ERROR, "cannot load the installation after the pass", error=exc.message)
-            return
+        loaded = out.loaded  # as detection loaded it, unless the pass wrote files
+        if loaded is None:
+            try:
+                loaded = load_installation(self.ws.path, self.settings.installation, self.config())
+            except ConfigError as exc:
+                event(log, logging.ERROR, "cannot load the installation after the pass", error=exc.message)
+                return
         self.schedule.wait_for(stable_deadline(result.drifts, loaded.config.stable_for, since, self.clock()))
         if report.leader and self.store is not None:
             self._record_agreement(out, loaded)
