@@ -89,13 +89,15 @@ def drift_alert(key: ObjectRef, drifts: Sequence[Drift]) -> Alert:
                                              "drifts": [d.to_json() for d in drifts]})
 
 
-def outage_alert(outage: Outage, drifts: Sequence[Drift]) -> Alert:
-    """An outage that ended, with its start, end and duration."""
+def outage_alert(outage: Outage, drifts: Sequence[Drift], seen_end: datetime | None = None) -> Alert:
+    """An outage that ended, with its start, end and duration. ``seen_end`` is the end as
+    observed, shown in the summary even when a skewed clock puts it before the start (the
+    outage's own ``ended_at`` is never before its start)."""
     assert outage.ended_at is not None
     duration = (outage.ended_at - outage.started_at).total_seconds()
     return ("drift.cleared", {
-        "summary": f"{outage.ref} had no ready address from {iso(outage.started_at)} to {iso(outage.ended_at)} "
-                   f"({duration:.0f}s)",
+        "summary": f"{outage.ref} had no ready address from {iso(outage.started_at)} to "
+                   f"{iso(seen_end or outage.ended_at)} ({duration:.0f}s)",
         "outage": outage.to_json(),
         "drifts": [d.to_json() for d in drifts]})
 
@@ -182,7 +184,7 @@ class Tracker:
             ended.append(done)
             event(log, logging.WARNING, "outage ended", ref=key, started_at=iso(done.started_at),
                   ended_at=iso(end), duration_seconds=done.to_json()["duration_seconds"])
-            alerts.append(outage_alert(done, [d for d in result.drifts if subject(d) == key]))
+            alerts.append(outage_alert(done, [d for d in result.drifts if subject(d) == key], end))
         return ended, alerts
 
     def _undeclared_alerts(self, result: Result) -> list[Alert]:
