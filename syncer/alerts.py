@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from syncer.notify import Notifier
     from syncer.sync import Outcome
 
-log = logging.getLogger("syncer.loop")
+log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
 
 #: An event name and its payload (without the installation, which ``send`` adds).
 Alert = tuple[str, dict[str, Any]]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from syncer.sidecar.loop import LoopSettings
     from syncer.sidecar.state import ConfigMapStore
 
-log = logging.getLogger("syncer.loop")
+log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
 
 
 @dataclass
