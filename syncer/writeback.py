@@ -90,31 +90,38 @@ def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple
     return None if a == b and type(a) is type(b) else path
 
 
-#: The editor's parse of a file, by (file, hash of its text): the sidecar plans the same file
-#: again whenever a live value in it changes, and the pure-Python parse is most of the cost.
-#: Edits change the documents they touch in place, so each plan gets fresh copies of the
-#: documents it edits and shares the others (an edit never touches another document).
-_PARSED: OrderedDict[tuple[str, str], list[Doc]] = OrderedDict()
+#: The parses of a file planned before, by (file, hash of its text): the editor's documents
+#: and the plain data of every document (what the file must read back as, before the edits).
+#: The sidecar plans a file again whenever a live value in it changes, and the pure-Python
+#: parse is most of the cost. Edits change what they touch in place, so each plan gets fresh
+#: copies of the documents it edits and shares the others (an edit never touches another
+#: document; the verification compares the whole file anyway).
+_PARSED: OrderedDict[tuple[str, str], tuple[list[Doc], list[Any]]] = OrderedDict()
 _PARSED_MAX = 64
 
 
-def _editable(file: str, old: str, touched: set[int]) -> YamlFile:
-    """``YamlFile.parse(old, file)``, from the remembered parse when there is one."""
+def _parsed(file: str, old: str, touched: set[int]) -> tuple[YamlFile, list[Any]]:
+    """``YamlFile.parse(old, file)`` and ``parse_documents(old, file)``, from the remembered
+    parses when there are some."""
     key = (file, hashlib.sha256(old.encode()).hexdigest())
     with _PLANNED_LOCK:
-        docs = _PARSED.get(key)
-        if docs is not None:
+        found = _PARSED.get(key)
+        if found is not None:
             _PARSED.move_to_end(key)
-    if docs is None or "".join(d.text for d in docs) != old:
+    if found is None or "".join(d.text for d in found[0]) != old:
         try:
             docs = load(old)
         except Exception:  # noqa: BLE001 -- the editor's own parse says what is wrong, as it always did
-            return YamlFile.parse(old, file)
+            YamlFile.parse(old, file)
+            raise
+        found = (docs, parse_documents(old, file))
         with _PLANNED_LOCK:
-            _PARSED[key] = docs
+            _PARSED[key] = found
             while len(_PARSED) > _PARSED_MAX:
                 _PARSED.popitem(last=False)
-    return YamlFile(old, file, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(docs)])
+    docs, data = found
+    return (YamlFile(old, file, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(docs)]),
+            [copy.deepcopy(d) if i in touched else d for i, d in enumerate(data)])
 
 
 def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
@@ -122,8 +129,7 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Pl
     file name) when it cannot be written exactly."""
     if templated(old):
         raise ConfigError("templated (it holds {{ }} or ${VAR} expressions)")
-    doc = _editable(file, old, {obj.doc for _, obj, _ in steps})
-    want = parse_documents(old, file)
+    doc, want = _parsed(file, old, {obj.doc for _, obj, _ in steps})
     comments: list[tuple[ObjectRef, str, str]] = []
     # Keys added to one mapping one after the other go in as one edit: linear in the number
     # of keys (10,000 keys added live are one splice and one check, not 10,000).
