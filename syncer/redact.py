@@ -15,6 +15,7 @@ Tools, all pure:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from urllib.parse import quote
@@ -85,6 +86,12 @@ def is_secret_key(key: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -
     characters other than letters, digits, ``_ . -`` is a regular expression that must match
     the whole key (case-insensitively), e.g. ``stripe_.*`` from ``secretKeys``.
     """
+    return _secret_key(key, tuple(patterns))
+
+
+@functools.lru_cache(maxsize=8192)
+def _secret_key(key: str, patterns: tuple[str, ...]) -> bool:
+    """``is_secret_key``, remembered: PR text and reports ask about the same keys pass after pass."""
     words = key_words(key)
     for pattern in patterns:
         if _PLAIN_PATTERN.match(pattern):
