@@ -114,7 +114,8 @@ def run(quick: bool, workdir: Path, n: int | None = None, rounds: int | None = N
     sec.notes.append("`python -m bench.sidecarpass` (or `python -m bench --only sidecarpass`): the real Loop.run_pass "
                      "as a follower over a real clone; the LiveCache is filled with `put` as the watches fill it; "
                      "each change is a new value of one ConfigMap's LOG_LEVEL. Unchanged files are not parsed again "
-                     "(syncer/manifests.py), comparisons of unchanged objects are remembered (syncer/memo.py).")
+                     "(syncer/manifests.py), objects found in sync are not compared again while neither side changes "
+                     "(syncer/engine.py), the edited file's parses are remembered (syncer/writeback.py).")
     sec.data = r
     return sec
 
