@@ -370,12 +370,22 @@ class _Tracked:
     parse cache, likewise read-only). An object with a difference is judged afresh every pass
     (its stability timing moves with ``now``)."""
 
-    def __init__(self, config: Config, order: list[tuple[ObjectRef, GitObject]]) -> None:
+    def __init__(self, config: Config, order: list[tuple[ObjectRef, GitObject]],
+                 previous: _Tracked | None = None) -> None:
         self.config = config  # held: its identity is the key
         self.items = [(ref, obj, endpoints.is_family(ref.kind)) for ref, obj in order
                       if config.track_for(ref.kind) is not Track.IGNORE]
         self.in_sync: list[dict[str, Any] | None] = [None] * len(self.items)
         self.generation = _COMPARED.generation  # ``_COMPARED.clear()`` forgets these too
+        if previous is not None and previous.config is config and previous.generation == self.generation:
+            # A file changed: the objects of the other files are the same git objects, and
+            # what was found about them still holds.
+            known = {id(obj): seen for (_, obj, _), seen in zip(previous.items, previous.in_sync) if seen is not None}
+            if known:
+                held = {id(obj): obj for _, obj, _ in previous.items}
+                for i, (_, obj, _) in enumerate(self.items):
+                    if held.get(id(obj)) is obj:
+                        self.in_sync[i] = known.get(id(obj))
 
 
 class _Plan:
@@ -383,17 +393,20 @@ class _Plan:
     order) and the Endpoints family. Remembered while ``load_manifests`` hands back the same
     manifests (no file changed), so a sidecar pass does not sort and index 5,000 objects again."""
 
-    def __init__(self, manifests: Manifests) -> None:
+    def __init__(self, manifests: Manifests, previous: _Plan | None = None) -> None:
         self.objects = manifests.objects  # held: its identity is the key
         self.order = sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix))
         self.family = _Family(manifests)
-        self._tracked: _Tracked | None = None
+        self._tracked: _Tracked | None = previous._tracked if previous is not None else None
+        self._inherited = previous is not None
 
     def tracked(self, config: Config) -> _Tracked:
         last = self._tracked
-        if last is not None and last.config is config and last.generation == _COMPARED.generation:
+        if last is not None and not self._inherited and last.config is config \
+                and last.generation == _COMPARED.generation:
             return last
-        self._tracked = _Tracked(config, self.order)
+        self._tracked = _Tracked(config, self.order, last)
+        self._inherited = False
         return self._tracked
 
 
@@ -406,7 +419,8 @@ def _plan(manifests: Manifests) -> _Plan:
         for plan in _PLANS:
             if plan.objects is manifests.objects:
                 return plan
-    plan = _Plan(manifests)
+        latest = _PLANS[0] if _PLANS else None
+    plan = _Plan(manifests, latest)
     with _PLANS_LOCK:
         _PLANS[:] = [plan, *_PLANS[:3]]
     return plan

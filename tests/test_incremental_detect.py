@@ -197,11 +197,16 @@ def test_an_endpoints_in_sync_still_fails_when_its_candidate_configmap_cannot_be
     assert MAC in world.detect().checked
 
 
-def test_a_change_in_git_re_evaluates_the_object(world: World) -> None:
+def test_a_change_in_git_re_evaluates_the_objects_of_that_file(world: World, compared: list[ObjectRef]) -> None:
     first = world.detect()
     path = world.repo / "hosts" / "asgard" / "ollama-backends.yaml"
     path.write_text(path.read_text().replace("targetPort: 11434", "targetPort: 11435", 1))
     world.manifests = world.load()
+    compared.clear()
+    _only_incremental(world)
+    in_file = {r for r, o in world.manifests.objects.items() if o.file.endswith("ollama-backends.yaml")}
+    drifted = {d.ref for d in first.drifts}
+    assert set(compared) == in_file | drifted and in_file - drifted  # the other file's objects: not again
     after = world.detect()
     changed = [d for d in after.drifts if d.path == ("spec", "ports", 0, "targetPort")]
     assert changed and changed[0] not in first.drifts
@@ -276,6 +281,8 @@ _ops = st.one_of(
     st.tuples(st.just("fail"), st.sampled_from([CM, MAC]), st.none()),
     st.tuples(st.just("record"), st.sampled_from([CM, MAC]), st.booleans()),
     st.tuples(st.just("store-down"), st.none(), st.booleans()),
+    st.tuples(st.just("git"), st.sampled_from(["ollama-backends.yaml", "ollama-endpoint-manager.yaml"]),
+              st.sampled_from([("11434", "11435"), ("11435", "11434"), ('"15"', '"20"'), ('"20"', '"15"')])),
 )
 
 
@@ -312,6 +319,10 @@ def test_incremental_detection_equals_detection_from_scratch(world: World, ops: 
                 world.store.records.pop(ref, None)
         elif op == "store-down":
             world.store.loaded = not arg
+        elif op == "git":
+            path = world.repo / "hosts" / "asgard" / ref
+            path.write_text(path.read_text().replace(*arg))
+            world.manifests = world.load()
         world.detect()
         world.detect(since={MAC: world.now - timedelta(minutes=2)})
 
