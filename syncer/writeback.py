@@ -97,7 +97,9 @@ def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple
 #: copies of the documents it edits and shares the others (an edit never touches another
 #: document; the verification compares the whole file anyway).
 _PARSED: OrderedDict[tuple[str, str], tuple[list[Doc], list[Any]]] = OrderedDict()
-_PARSED_MAX = 64
+#: Bounded by the text held: the parses take ~80 bytes of memory per byte of text, and the
+#: sidecar stays small (bench/RESULTS.md); a bigger file is parsed every time, as before.
+_PARSED_MAX_CHARS = 128 * 1024
 
 
 def _parsed(file: str, old: str, touched: set[int]) -> tuple[YamlFile, list[Any]]:
@@ -115,10 +117,14 @@ def _parsed(file: str, old: str, touched: set[int]) -> tuple[YamlFile, list[Any]
             YamlFile.parse(old, file)
             raise
         found = (docs, parse_documents(old, file))
+        if len(old) > _PARSED_MAX_CHARS:
+            return YamlFile(old, file, found[0]), found[1]  # not kept: nothing to copy
         with _PLANNED_LOCK:
             _PARSED[key] = found
-            while len(_PARSED) > _PARSED_MAX:
-                _PARSED.popitem(last=False)
+            held = sum(len(d.text) for kept, _ in _PARSED.values() for d in kept)
+            while held > _PARSED_MAX_CHARS:
+                _, (gone, _) = _PARSED.popitem(last=False)
+                held -= sum(len(d.text) for d in gone)
     docs, data = found
     return (YamlFile(old, file, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(docs)]),
             [copy.deepcopy(d) if i in touched else d for i, d in enumerate(data)])
