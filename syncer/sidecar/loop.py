@@ -10,7 +10,7 @@ A pass is due when
 * something asked for one (start, config reload, retry after a transient failure).
 
 A pass, on the leader: fetch git and reset the clone to the base branch, detect from the
-cache (no API request), write back (``sync_pr``/``sync_commit``), then record the objects git
+cache (no API request), write back (``sync.write_back``: PR or commit), then record the objects git
 and the cluster agree on in the state store. Followers (``--leader-elect``) fetch and detect
 only, for metrics. Every pass updates the metrics and tracks outages: an Endpoints that is
 ``cleared`` is never written; its start is logged, and its end is logged and sent as a
