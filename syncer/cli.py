@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from syncer import logs
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
@@ -55,7 +56,8 @@ class _EnvDefaults(argparse.ArgumentParser):
         return action
 
 
-def _source_flags(p: argparse.ArgumentParser) -> None:
+def _installation_flags(p: argparse.ArgumentParser) -> None:
+    """Which installation, in which repository, against which cluster (or snapshot)."""
     p.add_argument("installation", nargs="?", default=os.environ.get("SYNCER_INSTALLATION"),
                    help="directory under hosts/ (default: the only one) [env SYNCER_INSTALLATION]")
     p.add_argument("--repo", help="git repository holding hosts/ (default: the one containing the current directory)")
@@ -63,6 +65,10 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
                    help="read live objects from a snapshot (kubectl get -o yaml) instead of the API; repeatable")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     p.add_argument("--context", help="kubeconfig context")
+
+
+def _source_flags(p: argparse.ArgumentParser) -> None:
+    _installation_flags(p)
     p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="output format")
 
 
@@ -80,10 +86,10 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--notify-url", action="append", default=[], metavar="URL",
                    help="webhook for PR and outage events (generic JSON; Slack URLs get Slack text); repeatable")
     p.add_argument("--git-token-file", help="file holding an HTTPS token for git clone/fetch/push")
-    p.add_argument("--git-username", default="x-access-token",
+    p.add_argument("--git-username", default=Identity.token_user,
                    help="user name sent with the git token (GitLab: oauth2)")
-    p.add_argument("--author-name", default="syncer", help="commit author name")
-    p.add_argument("--author-email", default="syncer@users.noreply.local",
+    p.add_argument("--author-name", default=Identity.name, help="commit author name")
+    p.add_argument("--author-email", default=Identity.email,
                    help="commit author email; commits by anyone else on syncer's branch mark it as taken over")
 
 
@@ -102,13 +108,7 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
                             "overrides the config's namespace")
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics"))
     init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show")
-    init.add_argument("installation", nargs="?", default=os.environ.get("SYNCER_INSTALLATION"),
-                      help="directory under hosts/ (default: the only one) [env SYNCER_INSTALLATION]")
-    init.add_argument("--repo", help="git repository holding hosts/ (default: the one containing the current directory)")
-    init.add_argument("--live-file", action="append", default=[], metavar="FILE",
-                      help="read live objects from a snapshot (kubectl get -o yaml) instead of the API; repeatable")
-    init.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
-    init.add_argument("--context", help="kubeconfig context")
+    _installation_flags(init)
     init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
     init.add_argument("--force", action="store_true", help="replace an existing config")
@@ -117,24 +117,43 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
 
 def _run_flags(p: argparse.ArgumentParser) -> None:
     _sync_flags(p)
-    p.add_argument("--listen", default="0.0.0.0:8080", metavar="HOST:PORT",
+    # Unset here, these default to the sidecar settings' own values (_sidecar_defaults): importing
+    # the settings classes would load the sidecar (and prometheus_client) on every command.
+    p.add_argument("--listen", metavar="HOST:PORT",
                    help="where /healthz, /readyz and /metrics are served")
-    p.add_argument("--resync", "--resync-interval", dest="resync", default="10m", metavar="DURATION",
+    p.add_argument("--resync", "--resync-interval", dest="resync", metavar="DURATION",
                    help="full pass (git fetch + compare) even without events, e.g. 10m")
-    p.add_argument("--debounce", default="5s", metavar="DURATION",
+    p.add_argument("--debounce", metavar="DURATION",
                    help="wait until the watched objects were quiet this long before a pass")
     p.add_argument("--leader-elect", action="store_true",
                    help="take part in leader election (Lease); only the leader writes")
     p.add_argument("--lease-name", help="name of the Lease (default: syncer-<installation>)")
-    p.add_argument("--lease-duration", default="15s", metavar="DURATION",
+    p.add_argument("--lease-duration", metavar="DURATION",
                    help="how long the Lease holds without renewal (renewed every third of it)")
-    p.add_argument("--state-configmap", default="syncer-state", metavar="NAME",
+    p.add_argument("--state-configmap", metavar="NAME",
                    help="ConfigMap (installation's namespace) holding the last agreed state; empty: none")
     p.add_argument("--config", metavar="FILE",
                    help="syncer.yaml to use instead of the repository's (e.g. a mounted ConfigMap); reloaded on change")
-    p.add_argument("--log-format", choices=["text", "json"], default="text", help="log line format")
-    p.add_argument("--shutdown-grace", default="7s", metavar="DURATION",
+    p.add_argument("--log-format", choices=list(logs.FORMATS), default=logs.FORMATS[0], help="log line format")
+    p.add_argument("--shutdown-grace", metavar="DURATION",
                    help="on SIGTERM, how long a running pass may still finish before it is abandoned")
+
+
+def _sidecar_defaults(args: argparse.Namespace) -> None:
+    """Give the ``run`` flags left unset (on the command line and in the environment) the
+    defaults of the settings they feed, spelled as flags: one source of truth."""
+    from syncer.sidecar.app import SidecarSettings
+    from syncer.sidecar.loop import LoopSettings
+
+    seconds = {"debounce": LoopSettings.debounce, "resync": LoopSettings.resync,
+               "lease_duration": SidecarSettings.lease_duration, "shutdown_grace": SidecarSettings.grace}
+    for dest, value in seconds.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, f"{value:g}")
+    if args.listen is None and SidecarSettings.listen is not None:
+        args.listen = "{}:{}".format(*SidecarSettings.listen)
+    if args.state_configmap is None:
+        args.state_configmap = SidecarSettings.state_configmap or ""
 
 
 def _live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
@@ -303,7 +322,6 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
     import httpx
 
-    from syncer import logs
     from syncer.sidecar.loop import LoopSettings
     from syncer.notify import Notifier
     from syncer.sidecar.server import parse_listen
@@ -311,6 +329,7 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
     if args.live_file:
         raise ConfigError("run watches the API server; --live-file is for diff and sync")
+    _sidecar_defaults(args)
     git_token = _read_secret(args.git_token_file, "--git-token-file")
     forge = _forge(args)
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", ""), git_token,

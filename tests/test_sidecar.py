@@ -557,6 +557,31 @@ def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyP
     assert build_parser().parse_args(["diff", "--watch"]).watch
 
 
+def test_run_flags_left_unset_take_the_sidecar_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    from syncer.cli import _seconds, _sidecar_defaults, build_parser
+    from syncer.sidecar.server import parse_listen
+
+    for name in ("LISTEN", "RESYNC", "RESYNC_INTERVAL", "DEBOUNCE", "LEASE_DURATION", "STATE_CONFIGMAP",
+                 "SHUTDOWN_GRACE"):
+        monkeypatch.delenv(f"SYNCER_{name}", raising=False)
+    args = build_parser().parse_args(["run", "asgard"])
+    _sidecar_defaults(args)
+    settings = SidecarSettings(loop=LoopSettings("asgard"))
+    assert (_seconds(args.debounce, "--debounce"), _seconds(args.resync, "--resync")) == (
+        settings.loop.debounce, settings.loop.resync)
+    assert (_seconds(args.lease_duration, "--lease-duration"), _seconds(args.shutdown_grace, "--shutdown-grace"),
+            parse_listen(args.listen), args.state_configmap) == (
+        settings.lease_duration, settings.grace, settings.listen, settings.state_configmap)
+    # ...which are what the help and the chart have always said: 5s, 10m, 15s, 7s
+    assert (args.debounce, args.resync, args.lease_duration, args.shutdown_grace, args.listen,
+            args.state_configmap) == ("5", "600", "15", "7", "0.0.0.0:8080", "syncer-state")
+    # a flag given (here through its env twin) is left as it is
+    monkeypatch.setenv("SYNCER_DEBOUNCE", "2s")
+    args = build_parser().parse_args(["run", "asgard"])
+    _sidecar_defaults(args)
+    assert args.debounce == "2s"
+
+
 def test_run_without_a_remote_outside_a_repository_is_one_clear_line(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
