@@ -42,7 +42,7 @@ from kubernetes.client.exceptions import (
     UnauthorizedException,
 )
 
-# the ``fake_kube`` fixture comes from tests/conftest.py (``fakes.kube_api.fake_kube_fixture``)
+# the ``fake_kube`` fixture comes from tests/conftest.py (``tests.fakes.kube_api.fake_kube_fixture``)
 from tests.fakes.kube_api import LAST_APPLIED, FakeKubeAPI
 from tests.helpers import _loopback_only  # noqa: F401 - fixture: no test request leaves 127.0.0.1 through a proxy
 
