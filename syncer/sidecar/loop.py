@@ -69,16 +69,16 @@ class LoopSettings:
     reproduce: str = ""
     #: A pass starts once the watch has been quiet this long: the endpoint manager patches an
     #: Endpoints and a kubectl edit touches a ConfigMap in bursts of events within a second or two.
-    debounce: float = 5.0
+    debounce: float = Timing.debounce
     #: ...but no later than this after the first event of a burst, however busy the stream.
-    debounce_max: float = 30.0
+    debounce_max: float = Timing.debounce_max
     #: Full resync: a pass even without events. It is what notices commits pushed to git.
-    resync: float = 600.0
+    resync: float = Timing.resync
     #: The loop wakes at least this often, so /healthz can tell it is alive.
     tick: float = 5.0
     #: Retry after a transient failure: 5 s, doubling, at most 5 minutes.
-    retry_base: float = 5.0
-    retry_cap: float = 300.0
+    retry_base: float = Timing.retry_base
+    retry_cap: float = Timing.retry_cap
 
     @property
     def timing(self) -> Timing:
