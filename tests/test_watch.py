@@ -235,3 +235,23 @@ class _Raw:
 def test_lines_are_reassembled_across_chunks() -> None:
     raw = _Raw([b'{"type":"ADDED"', b',"object":{}}\n{"type":"BOOK', b'MARK"}\n\n', b'{"type":"x"}'])
     assert list(lines(raw.chunks)) == [b'{"type":"ADDED","object":{}}', b'{"type":"BOOKMARK"}', b'{"type":"x"}']
+
+
+def test_observed_since_follows_content_changes_and_forgotten_objects() -> None:
+    now = [1000.0]
+    cache = LiveCache(clock=lambda: now[0])
+    other = ObjectRef("v1", "Endpoints", NS, "m1-ollama")
+    cache.expect(REF)
+    assert cache.observed_since() == {}  # expected, not listed yet
+    cache.put(REF, {"kind": "Endpoints", "subsets": []})
+    cache.put(other, {"kind": "Endpoints", "subsets": []})
+    first = cache.observed_since()
+    assert set(first) == {REF, other} and first[REF].timestamp() == 1000.0
+    now[0] = 1060.0
+    cache.put(REF, {"kind": "Endpoints", "subsets": []})  # the same content: no change time
+    assert cache.observed_since() == first
+    cache.put(REF, {"kind": "Endpoints", "subsets": [{"addresses": [{"ip": "192.168.68.75"}]}]})
+    assert cache.observed_since()[REF].timestamp() == 1060.0 and cache.observed_since()[other] == first[other]
+    cache.observed_since().clear()  # a caller's copy: the cache keeps its own
+    cache.forget(other)
+    assert set(cache.observed_since()) == {REF}

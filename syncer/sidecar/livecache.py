@@ -65,6 +65,8 @@ class LiveCache:
         self._lock = threading.Lock()
         self._entries: dict[ObjectRef, _Entry] = {}
         self.version = 0  # bumps on every change of compared content (or of a permanent error)
+        self._forgotten = 0  # bumps when an entry goes: with version, what observed_since depends on
+        self._since: tuple[tuple[int, int], dict[ObjectRef, datetime]] | None = None
         self.dirty_since: float | None = None  # first change not yet taken by a pass
         self.last_change: float | None = None
         self.api_ok_at: float | None = None
@@ -79,7 +81,8 @@ class LiveCache:
 
     def forget(self, ref: ObjectRef) -> None:
         with self._lock:
-            self._entries.pop(ref, None)
+            if self._entries.pop(ref, None) is not None:
+                self._forgotten += 1
 
     def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> None:
         """The object as listed or watched (``None``: it does not exist)."""
@@ -160,8 +163,13 @@ class LiveCache:
     def observed_since(self) -> dict[ObjectRef, datetime]:
         """When each object's compared content last changed, as seen by the watch."""
         with self._lock:
-            return {ref: datetime.fromtimestamp(e.changed_at, timezone.utc)
-                    for ref, e in self._entries.items() if e.digest is not None}
+            # Built again only when content changed or an entry went (a digest and its change
+            # time are set together with a version bump): two calls a pass, 5,000 objects.
+            key = (self.version, self._forgotten)
+            if self._since is None or self._since[0] != key:
+                self._since = key, {ref: datetime.fromtimestamp(e.changed_at, timezone.utc)
+                                    for ref, e in self._entries.items() if e.digest is not None}
+            return dict(self._since[1])
 
     def take_dirty(self) -> None:
         """A pass starts: changes so far are its to handle."""
