@@ -23,6 +23,7 @@ from syncer.kube import ClusterUnreachable
 from syncer.manifests import GitObject, Manifests
 from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
+from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import get_path, normalize, MISSING
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, secret_value
@@ -293,7 +294,7 @@ def _object_drifts(
     # snapshots in git's list layout, as the diffs' paths
     evidence = replace(evidence, snapshots=[(n, align(ref.kind, b, git, live_n)) for n, b in evidence.snapshots])
     track = config.track_for(ref.kind)
-    secret = ref.kind == "Secret"
+    secret = ref.kind in NEVER_WRITTEN
     out = []
     if binding is not None:
         # Where the Service points: one drift, classified against its candidates. Port and

@@ -1,8 +1,9 @@
 """What syncer knows about Kubernetes kinds and fields, in one table. Pure data and lookups.
 
-diff, engine, config and manifests read these rules; nothing else holds per-kind constants.
+diff, engine, report, config and manifests read these rules; nothing else holds per-kind constants.
 
-* ``NEVER_WRITTEN``      kinds whose values are never copied into git (they are reported).
+* ``NEVER_WRITTEN``      kinds whose values are never copied into git (they are reported)
+                         nor shown anywhere (text, JSON, PR, logs, webhooks).
 * ``CLUSTER_SCOPED``     built-in kinds that live outside namespaces (a live object with no
                          ``metadata.namespace`` tells the same for any other kind).
 * ``DATA_MAPS``          top-level maps holding data: a key that exists only live is drift.

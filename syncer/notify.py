@@ -34,6 +34,7 @@ import httpx
 from syncer import USER_AGENT
 from syncer import httpbound
 from syncer.forges.base import PullRequest
+from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Drift
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, redact_text
 
@@ -154,7 +155,7 @@ class Notifier:
             drift = drift.to_json()
         if not isinstance(drift, Mapping):
             return drift
-        secret = drift.get("kind") == "Secret" or is_secret_key(str(drift.get("path", "")), self._patterns)
+        secret = drift.get("kind") in NEVER_WRITTEN or is_secret_key(str(drift.get("path", "")), self._patterns)
         if not secret:
             return dict(drift)
         return {

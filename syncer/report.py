@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from syncer import escape
+from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, Result
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key
 from syncer.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
@@ -20,7 +21,7 @@ def shown(drift: Drift, value: Any, patterns: Sequence[str] = DEFAULT_SECRET_PAT
     """A value as it may be shown to people: secret-looking keys are redacted."""
     if value is None:
         return "—"
-    if drift.ref.kind == "Secret" or is_secret_key(drift.path_text, patterns):
+    if drift.ref.kind in NEVER_WRITTEN or is_secret_key(drift.path_text, patterns):
         return REDACTED
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text
@@ -28,7 +29,7 @@ def shown(drift: Drift, value: Any, patterns: Sequence[str] = DEFAULT_SECRET_PAT
 
 def _line_pairs(drift: Drift, patterns: Sequence[str]) -> list[tuple[str | None, str | None]] | None:
     """The changed lines of a multi-line string value (None: not one, or not to be shown)."""
-    if drift.ref.kind == "Secret" or is_secret_key(drift.path_text, patterns):
+    if drift.ref.kind in NEVER_WRITTEN or is_secret_key(drift.path_text, patterns):
         return None
     git, live = drift.git, drift.live
     if not (is_multiline(git) or is_multiline(live)) or not all(v is None or isinstance(v, str) for v in (git, live)):
@@ -100,7 +101,7 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
 def render_json(result: Result, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
     doc = result.to_json()
     for d, item in zip(result.drifts, doc["drifts"]):
-        if d.ref.kind == "Secret" or is_secret_key(d.path_text, patterns):
+        if d.ref.kind in NEVER_WRITTEN or is_secret_key(d.path_text, patterns):
             item["git"], item["live"] = shown(d, d.git, patterns), shown(d, d.live, patterns)
     return json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
 
