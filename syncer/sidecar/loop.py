@@ -43,6 +43,7 @@ from syncer.endpoints import address_root
 from syncer.errors import ClusterError, ConfigError
 from syncer.gitrepo import Workspace
 from syncer.logs import event
+from syncer.memo import IdentityMemo
 from syncer.model import ObjectRef, Track
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
@@ -87,9 +88,17 @@ class LoopSettings:
 
 def tracked_refs(loaded: Loaded) -> set[ObjectRef]:
     """What to watch: every declared object not ignored, plus the candidate lists' ConfigMaps."""
+    return set(_TRACKED.get((loaded.manifests, loaded.config), "tracked", lambda: frozenset(_tracked(loaded))))
+
+
+def _tracked(loaded: Loaded) -> set[ObjectRef]:
     refs = {ref for ref in loaded.manifests.objects if loaded.config.track_for(ref.kind) is not Track.IGNORE}
     refs |= {ObjectRef("v1", "ConfigMap", c.namespace, c.config_map) for c in loaded.config.candidates}
     return refs
+
+
+#: The manifests and config stay the same objects while no file changed (syncer/manifests.py).
+_TRACKED: IdentityMemo[frozenset[ObjectRef]] = IdentityMemo(size=4)
 
 
 class Loop:
