@@ -86,25 +86,23 @@ class Health:
 
     def readyz(self) -> tuple[bool, str]:
         now = self.clock()
-        problems = []
-        api_ok, api_error = self.cache.api_ok_at, self.cache.api_error
-        if api_error:
-            problems.append(f"API server: {api_error}")
-        elif api_ok is None:
-            problems.append("API server: not reached yet")
-        elif now - api_ok > self.window:
-            problems.append(f"API server: not reached for {now - api_ok:.0f}s")
         with self._lock:
             git_ok, git_error = self.git_ok_at, self.git_error
-        if git_error:
-            problems.append(f"git remote: {git_error}")
-        elif git_ok is None:
-            problems.append("git remote: not reached yet")
-        elif now - git_ok > self.window:
-            problems.append(f"git remote: not reached for {now - git_ok:.0f}s")
+        problems = [p for p in (self._upstream("API server", self.cache.api_ok_at, self.cache.api_error, now),
+                                self._upstream("git remote", git_ok, git_error, now)) if p]
         if problems:
             return False, "".join(p + "\n" for p in problems)
         return True, "ok\n"
+
+    def _upstream(self, name: str, ok_at: float | None, error: str | None, now: float) -> str | None:
+        """Why upstream ``name`` makes the sidecar unready, or None."""
+        if error:
+            return f"{name}: {error}"
+        if ok_at is None:
+            return f"{name}: not reached yet"
+        if now - ok_at > self.window:
+            return f"{name}: not reached for {now - ok_at:.0f}s"
+        return None
 
 
 #: A connection that sends nothing for this long (before or between requests) is closed: a
