@@ -28,7 +28,7 @@ from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.manifests import default_installation
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
-from syncer.sync import Mode, Outcome, dry_run, write_back
+from syncer.sync import DEFAULT_MODE, Mode, Outcome, dry_run, write_back
 
 EXIT_OK, EXIT_DRIFT, EXIT_ERROR = 0, 1, 2
 
@@ -74,7 +74,7 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
 
 def _sync_flags(p: argparse.ArgumentParser) -> None:
     _source_flags(p)
-    p.add_argument("--mode", choices=[m.value for m in Mode], default="pr", help="how to write back")
+    p.add_argument("--mode", choices=[m.value for m in Mode], default=DEFAULT_MODE.value, help="how to write back")
     p.add_argument("--forge", choices=[*FORGE_KINDS, "none"], default="none",
                    help="forge API for pull requests (none: push the branch and print the PR text)")
     p.add_argument("--forge-url", help="forge base URL (GitHub Enterprise: https://HOST/api/v3)")

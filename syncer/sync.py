@@ -44,6 +44,10 @@ class Mode(str, enum.Enum):
     DRY_RUN = "dry-run"
 
 
+#: The write-back mode when none is given (SPEC §2.8: a pull request).
+DEFAULT_MODE = Mode.PR
+
+
 @dataclass(frozen=True)
 class Loaded:
     config: Config

@@ -51,7 +51,7 @@ from syncer.sidecar.passes import PassReport, PassRunner
 from syncer.sidecar.record import agreed
 from syncer.sidecar.schedule import Schedule, Timing, stable_deadline
 from syncer.sidecar.server import Health
-from syncer.sync import Loaded, Mode, Outcome, load_installation
+from syncer.sync import DEFAULT_MODE, Loaded, Mode, Outcome, load_installation
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -66,7 +66,7 @@ __all__ = ["Loop", "LoopSettings", "Outage", "PassReport", "tracked_refs"]
 @dataclass(frozen=True)
 class LoopSettings:
     installation: str
-    mode: Mode = Mode.PR
+    mode: Mode = DEFAULT_MODE
     reproduce: str = ""
     #: A pass starts once the watch has been quiet this long: the endpoint manager patches an
     #: Endpoints and a kubectl edit touches a ConfigMap in bursts of events within a second or two.
