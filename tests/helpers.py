@@ -45,3 +45,4 @@ def fake() -> Iterator[FakeKubeAPI]:
     """A started fake API server that sends a BOOKMARK every 0.2 s."""
     with FakeKubeAPI(bookmark_interval=0.2) as api:
         yield api
+        assert not api.errors, "the fake kube API hit an internal error:\n" + api.errors[0]

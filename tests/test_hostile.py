@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
-from tests.helpers import make_repo, run
+from tests.helpers import _loopback_only, make_repo, run  # noqa: F401 - autouse fixture: loopback only
 from ruamel.yaml import YAML
 
 from syncer.cli import main
@@ -77,7 +77,6 @@ def test_deep_state_record_is_refused_loudly_and_the_pass_goes_on(tmp_path: Path
     from tests.fakes.kube_api import FakeKubeAPI
     from tests.test_sidecar import api_client
 
-    from syncer.sidecar.metrics import Metrics
     from syncer.model import ObjectRef
     from syncer.sidecar.state import ConfigMapStore
 
@@ -91,9 +90,12 @@ def test_deep_state_record_is_refused_loudly_and_the_pass_goes_on(tmp_path: Path
         # the next agreement overwrites the hostile record
         assert store.record({ObjectRef("v1", "ConfigMap", "ai", CM_NAME): {"data": {}}},
                             keep=[ObjectRef("v1", "ConfigMap", "ai", CM_NAME)])
-        assert json.loads(fake.get("v1", "ConfigMap", "ai", "syncer-state")["data"]["asgard.json"])
-    metrics = Metrics("asgard")
-    assert b'syncer_failing_objects{installation="asgard"} 0.0' in metrics.render()
+        written = json.loads(fake.get("v1", "ConfigMap", "ai", "syncer-state")["data"]["asgard.json"])
+        assert written == {"v1/ConfigMap/ai/ollama-endpoint-manager": {"data": {}}}
+        store.refresh()  # the record reads again: the pass goes on with it
+        assert store.rejected is None
+        assert store.base(ObjectRef("v1", "ConfigMap", "ai", CM_NAME)) == {"data": {}}
+        assert not fake.errors, fake.errors[0]
 
 
 def test_failing_objects_show_in_a_metric() -> None:
@@ -210,6 +212,7 @@ def test_secret_looking_keys_are_never_copied_into_git_nor_shown(asgard_repo: Pa
     assert drifts["data.key3"]["live"] == "v3" and drifts["data.key3"]["action"] == "write"
     assert drifts["data"]["live"] == {"LOG_LEVEL": "debug"}  # the whole added map, judged key by key
     code, text, _ = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live))
+    assert code == 1 and "data.DB_PASSWORD" in text, text
     for secret in SECRETS[:1] + SECRETS[2:]:  # git's own value shows only as a context line of the file diff
         assert secret not in text
 
@@ -309,6 +312,7 @@ def test_newlines_nul_and_escapes_in_a_value_cannot_forge_the_commit_message(asg
     docs = parse_documents(git(asgard_repo, "show", "origin/main:hosts/asgard/ollama-endpoint-manager.yaml"), "f")
     assert next(d for d in docs if d and d["kind"] == "ConfigMap")["data"]["MAC_ADDRS"] == EVIL
     code, text, _ = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live))
+    assert code == 1, text
     assert "\x1b" not in text and "\x00" not in text
 
 
@@ -346,7 +350,7 @@ def test_pr_body_with_10000_added_keys_is_built_in_linear_time() -> None:
     body = pr_body(Result("asgard", drifts), written, "syncer diff")
     pr_fingerprint(Result("asgard", drifts), written, "t", ["syncer"])
     commit_message("asgard", written)
-    assert time.monotonic() - start < 5  # was quadratic: a list scan per drift
+    assert time.monotonic() - start < 20  # was quadratic (a list scan per drift): 127 s at 8,000 keys
     assert body.count("\n| ConfigMap") == 5000
 
 
@@ -568,9 +572,10 @@ def test_status_listener_closes_idle_connections_and_bounds_its_workers() -> Non
                 code = 0
             if code == 200:
                 break
-            assert code == 503 and time.monotonic() - start < srv.IDLE_TIMEOUT + 5
+            # 503: busy; 0: a probe that timed out on a machine under load (never a hang: bounded below)
+            assert code in (0, 503) and time.monotonic() - start < srv.IDLE_TIMEOUT + 15
             time.sleep(0.2)
-        assert time.monotonic() - start < srv.IDLE_TIMEOUT + 5
+        assert time.monotonic() - start < srv.IDLE_TIMEOUT + 15
         for sock in idle:  # every idle connection was closed by the server (recv would time out)
             sock.settimeout(srv.IDLE_TIMEOUT + 2)
             while sock.recv(100):

@@ -249,8 +249,15 @@ def test_stability_timing_advances_with_the_clock(world: World) -> None:
 
 def test_observed_since_and_a_stale_watch_are_honoured(world: World) -> None:
     world.detect()
+    # Without managedFields the watch's own observation is the only change time of the pick.
+    bare = world.live(MAC)
+    del bare["metadata"]["managedFields"]
+    world.put(MAC, bare)
+    unknown = _drift(world.detect(), MAC)
     since = {MAC: world.now - timedelta(minutes=1)}
-    world.detect(since=since)
+    held = _drift(world.detect(since=since), MAC)
+    assert unknown.action is Action.WAIT and unknown.reason.startswith("change time unknown")
+    assert held.action is Action.WAIT and held.reason.startswith("held 1m")
     world.cache.stream_down(M1)
     world.clock += 3600  # the watch has been down for an hour: its object is not compared
     after = world.detect()

@@ -582,6 +582,36 @@ def test_run_flags_left_unset_take_the_sidecar_settings_defaults(monkeypatch: py
     assert args.debounce == "2s"
 
 
+def test_syncer_run_hands_the_sidecar_its_settings_defaults(asgard_repo: Path, fake: FakeKubeAPI, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command path, not only the helper: what ``syncer run`` builds when no flag is given."""
+    import syncer.sidecar.app as app
+
+    for name in ("LISTEN", "RESYNC", "RESYNC_INTERVAL", "DEBOUNCE", "LEASE_DURATION", "STATE_CONFIGMAP",
+                 "SHUTDOWN_GRACE", "MODE"):
+        monkeypatch.delenv(f"SYNCER_{name}", raising=False)
+    seen: list[SidecarSettings] = []
+
+    class Captured(Exception):
+        pass
+
+    def capture(_api: object, _ws: object, settings: SidecarSettings, **_kw: object) -> None:
+        seen.append(settings)
+        raise Captured
+
+    monkeypatch.setattr(app, "Sidecar", capture)
+    with pytest.raises(Captured):
+        main(["run", "asgard", "--repo", str(asgard_repo), "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc")),
+              "--clone-dir", str(tmp_path / "clone")], stdout=io.StringIO(), stderr=io.StringIO())
+    [settings] = seen
+    expected = SidecarSettings(loop=LoopSettings("asgard"))
+    assert settings.loop.mode is Mode.PR and (settings.loop.debounce, settings.loop.resync) == (5.0, 600.0)
+    assert (settings.loop.debounce, settings.loop.resync, settings.lease_duration, settings.grace,
+            settings.listen, settings.state_configmap) == (
+        expected.loop.debounce, expected.loop.resync, expected.lease_duration, expected.grace, expected.listen,
+        expected.state_configmap)
+
+
 def test_run_without_a_remote_outside_a_repository_is_one_clear_line(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
