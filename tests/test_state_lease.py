@@ -182,3 +182,37 @@ def test_losing_the_race_for_a_free_lease_is_a_409_not_two_leaders(fake: FakeKub
     assert not racer.try_acquire_or_renew()
     assert a.is_leader() and lease(fake)["holderIdentity"] == "pod-a"
     assert fake.count("PUT", LEASES, status=409) == 1
+
+
+def test_the_same_record_text_is_parsed_once_and_a_refusal_clears(fake: FakeKubeAPI, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import syncer.sidecar.state as state
+
+    parsed: list[str] = []
+    real = state.load_json
+    monkeypatch.setattr(state, "load_json", lambda text, where: parsed.append(text) or real(text, where))
+    store = ConfigMapStore(api_client(fake, tmp_path), NS, "asgard")
+    data = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": REF.name, "namespace": NS},
+            "data": {"A": "1"}}
+    store.refresh()  # no ConfigMap yet: nothing to parse
+    assert store.record({REF: data}, keep=[REF])
+    store.refresh()  # what it wrote itself: not parsed again
+    store.refresh()
+    assert parsed == [] and store.base(REF) == data
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    assert cm is not None
+    # Someone else's record (a proposal key that is no path among them): parsed once, bad key dropped.
+    fake.put({**cm, "data": {"asgard.json": json.dumps({
+        "v1/ConfigMap/ai/ollama-endpoint-manager": data,
+        "proposed": {"v1/ConfigMap/ai/ollama-endpoint-manager": {'["data","A"]': ["1"], "not json": ["x"],
+                                                                  "{}": ["y"]}}})}})
+    store.refresh()
+    store.refresh()
+    assert len(parsed) == 1 and store.proposed(REF) == {("data", "A"): ["1"]}
+    # A refused record, then an empty one: the refusal does not outlive it.
+    fake.put({**cm, "data": {"asgard.json": "[" * 500}})
+    store.refresh()
+    assert store.rejected is not None and store.base(REF) is None
+    fake.put({**cm, "data": {}})
+    store.refresh()
+    assert store.rejected is None

@@ -97,6 +97,7 @@ class ConfigMapStore:
         self.key = f"{installation}.json"
         self._lock = threading.Lock()
         self._records: dict[str, dict[str, Any]] = {}
+        self._raw: str | None = None  # the record's text that _records/_proposed came from
         self._proposed: dict[str, dict[str, list[Any]]] = {}  # ref key -> {JSON of a field path: values}
         self._configmap: dict[str, Any] | None = None  # as last read or written
         self._loaded = False
@@ -136,7 +137,14 @@ class ConfigMapStore:
         records: dict[str, dict[str, Any]] = {}
         proposed: dict[str, dict[str, list[Any]]] = {}
         raw = ((cm or {}).get("data") or {}).get(self.key)
-        if raw:
+        rejected: str | None = None
+        if raw and raw == self._raw:
+            # The text last read or written: what it gave still holds (every pass reads the
+            # record; parsing a large one is most of a pass).
+            with self._lock:
+                records, proposed = self._records, self._proposed
+            rejected = self.rejected
+        elif raw:
             try:
                 parsed = load_json(raw, f"state {self.describe()}")
             except ValueError:
@@ -144,23 +152,24 @@ class ConfigMapStore:
             except InputRejected as exc:
                 # The record is a base only: without it directions are unknown (proposed in
                 # a PR, never committed), which is safe. Loud, and counted by the loop.
-                self.rejected = exc.message
+                rejected = exc.message
                 event(log, logging.ERROR, "state record refused; starting from an empty one",
                       ref=f"ConfigMap/{self.namespace}/{self.name}", key=self.key, error=exc.message)
                 parsed = {}
-            else:
-                self.rejected = None
             if isinstance(parsed, dict):
                 found = parsed.pop(PROPOSED, None)
                 records = {str(k): v for k, v in parsed.items() if isinstance(v, dict)}
                 if isinstance(found, dict):
-                    proposed = {str(k): {str(p): list(vs) for p, vs in v.items() if isinstance(vs, list)}
+                    proposed = {str(k): {str(p): list(vs) for p, vs in v.items()
+                                         if isinstance(vs, list) and _is_path_key(p)}
                                 for k, v in found.items() if isinstance(v, dict)}
             else:
                 event(log, logging.WARNING, "state record is not a JSON map; starting from an empty one",
                       ref=f"ConfigMap/{self.namespace}/{self.name}", key=self.key)
+        self.rejected = rejected
         with self._lock:
             self._configmap, self._records, self._proposed, self._loaded = cm, records, proposed, True
+            self._raw = raw
 
     def record(self, agreed: Mapping[ObjectRef, dict[str, Any]], keep: Iterable[ObjectRef]) -> bool:
         """Record ``agreed`` objects, drop records of objects not in ``keep``; True if written.
@@ -230,7 +239,9 @@ class ConfigMapStore:
         written = self._create(text) if cm is None else self._replace(cm, text)
         with self._lock:
             self._configmap, self._records, self._proposed = written, records, proposed
+            self._raw = text
             self.writes += 1
+        self.rejected = None  # our own record replaced the refused one
 
     def _create(self, text: str) -> dict[str, Any]:
         body = {"apiVersion": "v1", "kind": "ConfigMap",
@@ -255,3 +266,14 @@ class ConfigMapStore:
                 self._configmap = None
             raise Conflict(f"update state {self.describe()}: deleted meanwhile", 409)
         return replaced
+
+
+def _is_path_key(key: object) -> bool:
+    """A proposal's field key is the JSON of a path (a list of strings and indexes); anything
+    else in a hand-edited record is dropped at reading, so one bad key cannot fail one object's
+    comparison later (the sidecar skips objects known in sync without asking the record)."""
+    try:
+        path = json.loads(key) if isinstance(key, str) else None
+    except ValueError:
+        return False
+    return isinstance(path, list) and all(isinstance(p, (str, int)) and not isinstance(p, bool) for p in path)
