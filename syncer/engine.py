@@ -115,23 +115,30 @@ def _added_by_person(manager: str | None) -> bool:
 
 #: ConfigMap maps whose keys are judged one by one for secrets.
 _SECRET_MAPS = (("data",), ("binaryData",))
+#: Maps of any kind whose keys people name freely (``vault-token: ...``): judged the same way.
+_NAMED_MAPS = ("annotations", "labels")
+
+
+def _keyed_map(kind: str, path: Path) -> bool:
+    """Is ``path`` a map whose keys are judged one by one for secret-looking names?"""
+    return (kind == "ConfigMap" and path in _SECRET_MAPS) or (bool(path) and path[-1] in _NAMED_MAPS)
 
 
 def _looks_secret(kind: str, path: Path, git: Any, live: Any, patterns: Sequence[str]) -> str | None:
     """Why the value at ``path`` looks like a secret (never copied, never shown), else None."""
-    if kind == "ConfigMap" and len(path) == 2 and path[:1] in _SECRET_MAPS and is_secret_key(str(path[1]), patterns):
-        return f"key name {path[1]!r}"
+    if path and _keyed_map(kind, path[:-1]) and is_secret_key(str(path[-1]), patterns):
+        return f"key name {path[-1]!r}"
     shape = secret_value(live) or secret_value(git)
     return f"value shaped like {shape}" if shape else None
 
 
 def _judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str]) -> list[tuple[FieldDiff, str | None]]:
-    """Each difference with why it looks secret; a whole ConfigMap map added live is judged
-    key by key: its secret keys become differences of their own, the rest stays one."""
+    """Each difference with why it looks secret; a whole map added live (ConfigMap data,
+    annotations, labels) is judged key by key: its secret keys become differences of their
+    own, the rest stays one."""
     out: list[tuple[FieldDiff, str | None]] = []
     for fd in fds:
-        if kind == "ConfigMap" and fd.path in _SECRET_MAPS and isinstance(fd.live, dict) \
-                and not isinstance(fd.git, dict):
+        if _keyed_map(kind, fd.path) and isinstance(fd.live, dict) and not isinstance(fd.git, dict):
             why = {k: _looks_secret(kind, fd.path + (k,), None, v, patterns) for k, v in fd.live.items()}
             if any(why.values()):
                 rest = {k: v for k, v in fd.live.items() if not why[k]}

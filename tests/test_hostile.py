@@ -708,3 +708,25 @@ def test_memory_error_anywhere_is_exit_2_and_one_line(monkeypatch: pytest.Monkey
     code, out, err = run("diff", "asgard")
     assert (code, out) == (2, "")
     assert err == "syncer: error: input too large or too deeply nested to process (MemoryError)\n"
+
+
+def test_secret_looking_annotation_and_label_names_of_any_kind_are_judged_like_configmap_keys() -> None:
+    """Was: only ConfigMap data keys were judged by name, so a Deployment's ``vault-token``
+    annotation was copied into git while the report showed it redacted."""
+    from syncer.diff import FieldDiff
+    from syncer.engine import _judge_secrets
+    from syncer.model import DriftClass
+    from syncer.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
+
+    changed = FieldDiff(("spec", "template", "metadata", "annotations", "vault-token"), "old", "s3cr3t",
+                        DriftClass.VALUE)
+    plain = FieldDiff(("metadata", "annotations", "team"), "a", "b", DriftClass.VALUE)
+    added = FieldDiff(("metadata", "labels"), None, {"api-key": "k", "tier": "web"}, DriftClass.ADDED)
+    field = FieldDiff(("spec", "template", "spec", "automountServiceAccountToken"), True, False, DriftClass.VALUE)
+    judged = _judge_secrets("Deployment", [changed, plain, added, field], PATTERNS)
+    why = {(fd.path, str(fd.live)): w for fd, w in judged}
+    assert why[(changed.path, "s3cr3t")] == "key name 'vault-token'"
+    assert why[(plain.path, "b")] is None
+    assert why[(("metadata", "labels", "api-key"), "k")] == "key name 'api-key'"  # split out of the added map
+    assert why[(("metadata", "labels"), "{'tier': 'web'}")] is None  # the rest stays one difference
+    assert why[(field.path, "False")] is None  # a field of the API, not a name people chose
