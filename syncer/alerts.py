@@ -176,7 +176,8 @@ class Tracker:
                       since=iso(start), git=was)
         ended: list[Outage] = []
         alerts: list[Alert] = []
-        for key in [k for k in self._open if k not in cleared and self._members.get(k, {k}) & set(result.checked)]:
+        checked = set(result.checked)
+        for key in [k for k in self._open if k not in cleared and self._members.get(k, {k}) & checked]:
             outage = self._open.pop(key)
             end = self.changed_at(self._members.pop(key, {key}), since) or now
             done = Outage(key, outage.started_at, max(end, outage.started_at), outage.was)

@@ -143,13 +143,23 @@ def candidate_hosts(value: Any) -> set[str]:
     """Host part of every address in a candidate list value (``host``, ``host:port``, ``[v6]:port``)."""
     if not isinstance(value, str):
         return set()
+    if len(value) > _REMEMBERED_LIST:  # a live value can be a megabyte: never hold many of them
+        return set(_parse_candidate_hosts(value))
     return set(_candidate_hosts(value))  # a copy: the caller owns its set
 
 
-@functools.lru_cache(maxsize=4096)
+#: Candidate lists up to this many characters are remembered (real ones hold a few addresses).
+_REMEMBERED_LIST = 4096
+
+
+@functools.lru_cache(maxsize=1024)
 def _candidate_hosts(value: str) -> frozenset[str]:
     """``candidate_hosts`` of one string, remembered: every Endpoints bound to a ConfigMap key
     reads the same list, pass after pass."""
+    return _parse_candidate_hosts(value)
+
+
+def _parse_candidate_hosts(value: str) -> frozenset[str]:
     tokens = address_list(value)
     hosts = set()
     for token in tokens or []:

@@ -42,9 +42,9 @@ log = logging.getLogger("syncer.notify")
 
 EVENTS = ("pr.opened", "pr.updated", "pr.closed", "drift.undeclared", "drift.cleared")
 SLACK_PREFIX = "slack+"
-SLACK_MAX_DRIFTS = 10
+SLACK_MAX_DRIFTS = 10  # lines in a chat message before "... and N more"
 #: A webhook's answer matters only for its status: more than this is refused.
-MAX_ANSWER_BYTES = 64 * 1024  # lines in a chat message before "... and N more"
+MAX_ANSWER_BYTES = 64 * 1024
 
 _TITLES = {
     "pr.opened": "pull request opened",

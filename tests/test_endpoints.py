@@ -366,3 +366,17 @@ def test_one_shot_sync_notifies_once_per_service_not_per_slice(tmp_path: Path, l
     events = sorted((body["event"], body["summary"].split(":")[0], len(body["drifts"])) for _, body in hook.posts)
     assert events == [("drift.cleared", "Service/ai/m1-ollama", 1),
                       ("drift.undeclared", "Service/ai/mac-ollama", 2)]
+
+
+def test_long_candidate_lists_parse_the_same_and_are_not_remembered() -> None:
+    from syncer import endpoints as ep
+
+    short = "192.168.68.75 100.115.97.90:11434 fd7a:115c:a1e0::5a Mac-Studio.local"
+    long = " ".join([short] + [f"10.0.{i // 256}.{i % 256}" for i in range(600)])  # > 4 KiB
+    assert len(long) > ep._REMEMBERED_LIST
+    before = ep._candidate_hosts.cache_info().currsize
+    hosts = ep.candidate_hosts(long)
+    assert ep._candidate_hosts.cache_info().currsize == before  # a megabyte value is never held
+    assert ep.candidate_hosts(short) == {"192.168.68.75", "100.115.97.90", "fd7a:115c:a1e0::5a",
+                                         "mac-studio.local"}
+    assert hosts == ep.candidate_hosts(short) | {f"10.0.{i // 256}.{i % 256}" for i in range(600)}
