@@ -165,10 +165,8 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Pl
             continue
         flush()
         try:
-            if edit.add and isinstance(full[-1], int):
-                doc.append_item(obj.doc, full[:-1], edit.value)  # a whole list item
-            elif edit.add:
-                doc.add_key(obj.doc, full[:-1], str(full[-1]), edit.value)
+            if edit.add:  # a whole list item (keys added are batched above)
+                doc.append_item(obj.doc, full[:-1], edit.value)
             else:
                 comment = doc.trailing_comment(obj.doc, full)
                 doc.set_value(obj.doc, full, edit.value)

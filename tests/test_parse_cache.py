@@ -42,12 +42,13 @@ def test_unchanged_files_are_not_parsed_again(repo: Path, monkeypatch: pytest.Mo
     assert n == 2
     second = load_manifests(repo, "asgard", "ai")
     assert len(parsed) == n and second.objects == first.objects  # nothing parsed the second time
+    assert second is first  # nor indexed again: the sidecar's in-sync skip keys on this object
     [changed] = [p for p in (repo / "hosts" / "asgard").glob("*.yaml") if "ollama-endpoint-manager" in p.read_text()
                  and "kind: ConfigMap" in p.read_text()][:1]
     changed.write_text(changed.read_text().replace("INTERVAL_SECONDS", "INTERVAL_SECS"))
     third = load_manifests(repo, "asgard", "ai")
     assert parsed[n:] == [changed.relative_to(repo).as_posix()]  # only the changed file, again
-    assert third.objects != first.objects
+    assert third.objects != first.objects and third is not first
     load_manifests(repo, "asgard", "ai")
     assert len(parsed) == n + 1
     # A file written within the racy window (its timestamps could be shared with a later
