@@ -107,7 +107,10 @@ PY
   [[ "$version" == v3.* ]] || die "expected helm v3.x, got '$version'"
   [[ "$version" == "$HELM_VERSION"* ]] || die "expected helm $HELM_VERSION, got '$version'"
   log "helm $version"
-  version="$("$dir/kubectl" version --client 2>/dev/null | head -1)"
+  # The whole output first, then its first line: a `| head -1` under pipefail fails the script
+  # with 141 whenever kubectl is still writing its second line when head exits.
+  version="$("$dir/kubectl" version --client 2>/dev/null)"
+  version="${version%%$'\n'*}"
   [[ "$version" == *"$KUBECTL_VERSION"* ]] || die "expected kubectl $KUBECTL_VERSION in $dir, got '$version'"
   log "$version"
 }

@@ -82,14 +82,17 @@ log "built $IMAGE in $((SECONDS - start))s"
 
 ctr="$(buildah from -q "$IMAGE")"
 trap 'buildah rm "$ctr" >/dev/null 2>&1 || true' EXIT
-buildah run "$ctr" -- syncer --help | grep -q '^usage: syncer' || die "syncer --help failed in the image"
+# Output captured whole, never piped into an early-exiting reader (pipefail would turn that SIGPIPE into 141).
+help="$(buildah run "$ctr" -- syncer --help)" || die "syncer --help failed in the image"
+[[ "$help" == "usage: syncer"* ]] || die "syncer --help in the image printed no usage line"
 [[ "$(buildah run "$ctr" -- id -u)" == 10001 ]] || die "the image does not run as uid 10001"
 set +e
 out="$(buildah run -v "$PWD/hosts:/src/hosts:ro" -v "$PWD/examples:/src/examples:ro" "$ctr" -- \
   syncer diff asgard --repo /src --live-file /src/examples/asgard-live.yaml 2>&1)"
 rc=$?
 set -e
-printf '%s\n' "$out" | head -3 >&2
+readarray -t -n 3 first <<<"$out"
+printf '%s\n' "${first[@]}" >&2
 # Exit 1 is "drift found": the example is stale on purpose.
 [[ $rc == 1 && "$out" == *"asgard: 4 difference(s)"* ]] || die "asgard example in the image: exit $rc"
 log "image checks passed: syncer --help, uid 10001, asgard example (4 differences, exit 1)"
