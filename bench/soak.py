@@ -381,6 +381,32 @@ class Soak:
         return (self.w.configmap_data(head) == exp_cm and self.w.endpoints(head) == self.eps
                 and len(self.w.open_prs()) == 1)
 
+    def leader_caught_up(self) -> bool:
+        """The current leader has run a pass as leader and found the PR up to date.
+
+        The branch and PR can look right while a new leader has not looked yet: an old leader
+        stopped mid-pass may have pushed the branch and not yet rewritten the PR body. That
+        catch-up write is owed to the stop, not to anything that happens afterwards, so a flap
+        window must not start before the leader has paid it."""
+        for r in self.w.replicas.values():
+            if not r.alive() or not r.stderr.exists():
+                continue
+            text = r.stderr.read_text(errors="replace")
+            leader = caught_up = False
+            for line in text[text.rfind("--- soak: start"):].splitlines():  # this incarnation only
+                try:
+                    doc = json.loads(line) if line.startswith("{") else {}
+                except ValueError:
+                    continue
+                msg = doc.get("msg")
+                if msg in ("became leader", "lost leadership"):
+                    leader, caught_up = msg == "became leader", False
+                elif msg == "pass done" and doc.get("leader"):
+                    caught_up = doc.get("pr") in ("unchanged", "nothing", "human-pushed")
+            if leader:
+                return caught_up
+        return False
+
     def settle(self, timeout: float) -> tuple[bool, float]:
         """Wait until the proposal matches the truth and nothing was written for a while
         (long enough for a resync pass to have run and found nothing to do)."""
@@ -392,7 +418,7 @@ class Soak:
             sig = (len(self.w.forge.writes), len(self.w.ref_updates()))
             if sig != last_sig:
                 last_sig, last_change = sig, time.monotonic()
-            if time.monotonic() - last_change >= quiet and self.proposal_matches():
+            if time.monotonic() - last_change >= quiet and self.proposal_matches() and self.leader_caught_up():
                 return True, time.monotonic() - start
             time.sleep(0.5)
         return False, time.monotonic() - start

@@ -26,7 +26,7 @@ from syncer.live import LiveSource
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import get_path, normalize, MISSING
-from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, secret_value
+from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, keyed_map, secret_value
 from syncer.values import describe_change
 
 
@@ -113,42 +113,75 @@ def _added_by_person(manager: str | None) -> bool:
     return manager is not None and (manager.startswith("kubectl") or manager.startswith(_PERSON_MANAGERS))
 
 
-#: ConfigMap maps whose keys are judged one by one for secrets.
-_SECRET_MAPS = (("data",), ("binaryData",))
-#: Maps of any kind whose keys people name freely (``vault-token: ...``): judged the same way.
-_NAMED_MAPS = ("annotations", "labels")
+
+def _at(doc: Any, path: Path) -> Any:
+    """The node at ``path`` in ``doc``, or None."""
+    for part in path:
+        if isinstance(part, int) and isinstance(doc, list) and 0 <= part < len(doc):
+            doc = doc[part]
+        elif isinstance(part, str) and isinstance(doc, dict):
+            doc = doc.get(part)
+        else:
+            return None
+    return doc
 
 
-def _keyed_map(kind: str, path: Path) -> bool:
-    """Is ``path`` a map whose keys are judged one by one for secret-looking names?"""
-    return (kind == "ConfigMap" and path in _SECRET_MAPS) or (bool(path) and path[-1] in _NAMED_MAPS)
+def _secret_item(item: Any, patterns: Sequence[str]) -> str | None:
+    """A ``{name, value}`` list item (an env var, a parameter) whose name looks secret."""
+    if isinstance(item, dict) and isinstance(item.get("name"), str) and item.get("value") not in (None, ""):
+        if is_secret_key(item["name"], patterns):
+            return f"item named {item['name']!r}"
+    return None
 
 
-def _looks_secret(kind: str, path: Path, git: Any, live: Any, patterns: Sequence[str]) -> str | None:
-    """Why the value at ``path`` looks like a secret (never copied, never shown), else None."""
-    if path and _keyed_map(kind, path[:-1]) and is_secret_key(str(path[-1]), patterns):
+def _named_item(fd: FieldDiff, git_doc: Any, live_doc: Any, patterns: Sequence[str]) -> str | None:
+    """Why a difference inside a named list item is secret: the ``value`` of an env var
+    called ``DB_PASSWORD`` is one whatever the kind (``valueFrom`` references are not)."""
+    for value in (fd.live, fd.git):  # a whole item, or a whole list of them, added or removed
+        for item in value if isinstance(value, list) else [value]:
+            if why := _secret_item(item, patterns):
+                return why
+    if len(fd.path) >= 2 and fd.path[-1] == "value" and isinstance(fd.path[-2], int):
+        item = _at(git_doc, fd.path[:-1]) if fd.git is not None else None
+        if not isinstance(item, dict) and fd.live is not None:
+            item = _at(live_doc, fd.where_live[:-1])
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and is_secret_key(item["name"], patterns):
+            return f"item named {item['name']!r}"
+    return None
+
+
+def _looks_secret(kind: str, fd: FieldDiff, patterns: Sequence[str], git_doc: Any = None,
+                  live_doc: Any = None) -> str | None:
+    """Why the difference ``fd`` looks like a secret (never copied, never shown), else None:
+    a secret-looking key of a ConfigMap's data or of annotations/labels, the value of a list
+    item with a secret-looking name, or a value shaped like a secret."""
+    path = fd.path
+    if path and keyed_map(kind, path[:-1]) and is_secret_key(str(path[-1]), patterns):
         return f"key name {path[-1]!r}"
-    shape = secret_value(live) or secret_value(git)
+    if why := _named_item(fd, git_doc, live_doc, patterns):
+        return why
+    shape = secret_value(fd.live) or secret_value(fd.git)
     return f"value shaped like {shape}" if shape else None
 
 
-def _judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str]) -> list[tuple[FieldDiff, str | None]]:
+def _judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str], git_doc: Any = None,
+                   live_doc: Any = None) -> list[tuple[FieldDiff, str | None]]:
     """Each difference with why it looks secret; a whole map added live (ConfigMap data,
     annotations, labels) is judged key by key: its secret keys become differences of their
     own, the rest stays one."""
     out: list[tuple[FieldDiff, str | None]] = []
     for fd in fds:
-        if _keyed_map(kind, fd.path) and isinstance(fd.live, dict) and not isinstance(fd.git, dict):
-            why = {k: _looks_secret(kind, fd.path + (k,), None, v, patterns) for k, v in fd.live.items()}
+        if keyed_map(kind, fd.path) and isinstance(fd.live, dict) and not isinstance(fd.git, dict):
+            keyed = {k: replace(fd, path=fd.path + (k,), git=None, live=v, cls=DriftClass.ADDED,
+                                live_path=fd.where_live + (k,)) for k, v in fd.live.items()}
+            why = {k: _looks_secret(kind, one, patterns) for k, one in keyed.items()}
             if any(why.values()):
                 rest = {k: v for k, v in fd.live.items() if not why[k]}
                 if rest:
                     out.append((replace(fd, live=rest), None))
-                out += [(replace(fd, path=fd.path + (k,), git=None, live=fd.live[k], cls=DriftClass.ADDED,
-                                 live_path=fd.where_live + (k,)), w)
-                        for k, w in why.items() if w]
+                out += [(keyed[k], w) for k, w in why.items() if w]
                 continue
-        out.append((fd, _looks_secret(kind, fd.path, fd.git, fd.live, patterns)))
+        out.append((fd, _looks_secret(kind, fd, patterns, git_doc, live_doc)))
     return out
 
 
@@ -315,7 +348,7 @@ def _object_drifts(
             if obj.templated and out[-1].action is not Action.REPORT:
                 out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
     patterns = (*DEFAULT_SECRET_PATTERNS, *config.secret_keys)
-    for fd, looks_secret in _judge_secrets(ref.kind, diffs, patterns):
+    for fd, looks_secret in _judge_secrets(ref.kind, diffs, patterns, git, live_n):
         verdict = bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live)
         dirn = verdict.direction
         manager, when = classify.provenance(live, fd.where_live)

@@ -36,7 +36,7 @@ from syncer import httpbound
 from syncer.forges.base import PullRequest
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Drift
-from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, redact_text
+from syncer.redact import REDACTED, redact_text, secret_field
 
 log = logging.getLogger("syncer.notify")
 
@@ -63,13 +63,11 @@ class Notifier:
         timeout: float = 5.0,  # a webhook must never hold up a sync for long
         *,
         secrets: Sequence[str] = (),
-        patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS,
     ) -> None:
         self._urls = [u.strip() for u in urls if u.strip()]
         self._client = client
         self._timeout = timeout
         self._secrets = list(secrets)
-        self._patterns = tuple(patterns)
 
     def __repr__(self) -> str:
         return f"Notifier({[shown_url(u) for u in self._urls]!r})"
@@ -155,8 +153,10 @@ class Notifier:
             drift = drift.to_json()
         if not isinstance(drift, Mapping):
             return drift
-        secret = drift.get("kind") in NEVER_WRITTEN or is_secret_key(str(drift.get("path", "")), self._patterns)
-        if not secret:
+        # Detection redacted secret-looking values in the drift itself; this second look (for
+        # drifts made elsewhere) is the report's: kinds never written, secret-looking keys.
+        kind = str(drift.get("kind", ""))
+        if kind not in NEVER_WRITTEN and not secret_field(kind, str(drift.get("path", ""))):
             return dict(drift)
         return {
             k: (REDACTED if k in ("git", "live", "detail") and v not in (None, "") else v)

@@ -102,6 +102,31 @@ def _secret_key(key: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
+#: Maps whose keys people name freely, so a key's name can say "secret": a ConfigMap's
+#: ``data`` and ``binaryData``, and ``annotations`` and ``labels`` of any kind (``vault-token``).
+CONFIGMAP_KEYED = (("data",), ("binaryData",))
+NAMED_MAPS = ("annotations", "labels")
+_NAMED_KEY = re.compile(r"^(?:.*?\.)?(?:annotations|labels)\.(?P<key>.+)$", re.DOTALL)
+
+
+def keyed_map(kind: str, path: Sequence[str | int]) -> bool:
+    """Is ``path`` (in ``kind``) a map whose keys are judged one by one for secret-looking names?"""
+    return (kind == "ConfigMap" and tuple(path) in CONFIGMAP_KEYED) or (bool(path) and path[-1] in NAMED_MAPS)
+
+
+def secret_field(kind: str, path_text: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> bool:
+    """Does the dotted path of a difference (``data.API_TOKEN``,
+    ``metadata.annotations.vault.io/token``) name a secret-looking key of such a map?
+    The same rule as detection's, read from the text form a JSON drift carries; a field of
+    the API (``spec.automountServiceAccountToken``) is never one."""
+    key = None
+    if kind == "ConfigMap" and path_text.startswith(("data.", "binaryData.")):
+        key = path_text.partition(".")[2]
+    elif match := _NAMED_KEY.match(path_text):
+        key = match["key"]
+    return key is not None and is_secret_key(key, patterns)
+
+
 def secret_value(value: object) -> str | None:
     """What secret ``value`` looks like (``"a JWT"``), or None. Strings inside lists and maps count."""
     if isinstance(value, dict):

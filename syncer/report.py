@@ -10,26 +10,35 @@ from typing import Any
 from syncer import escape
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, Result
-from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key
+from syncer.redact import REDACTED, secret_field
 from syncer.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
 
 _COLORS = {"red": "\033[31m", "green": "\033[32m", "yellow": "\033[33m", "bold": "\033[1m", "dim": "\033[2m"}
 _RESET = "\033[0m"
 
 
-def shown(drift: Drift, value: Any, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
-    """A value as it may be shown to people: secret-looking keys are redacted."""
+def _hidden(drift: Drift) -> bool:
+    """Hide this drift's values? Detection judged secrets already (``engine._looks_secret``:
+    key names with the config's ``secretKeys``, named list items, value shapes) and put
+    ``‹redacted›`` in the drift; this second look, for drifts made elsewhere, applies the same
+    key-name rule with the default patterns, so it never hides a field of the API such as
+    ``automountServiceAccountToken``."""
+    return drift.ref.kind in NEVER_WRITTEN or secret_field(drift.ref.kind, drift.path_text)
+
+
+def shown(drift: Drift, value: Any) -> str:
+    """A value as it may be shown to people."""
     if value is None:
         return "—"
-    if drift.ref.kind in NEVER_WRITTEN or is_secret_key(drift.path_text, patterns):
+    if _hidden(drift):
         return REDACTED
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text
 
 
-def _line_pairs(drift: Drift, patterns: Sequence[str]) -> list[tuple[str | None, str | None]] | None:
+def _line_pairs(drift: Drift) -> list[tuple[str | None, str | None]] | None:
     """The changed lines of a multi-line string value (None: not one, or not to be shown)."""
-    if drift.ref.kind in NEVER_WRITTEN or is_secret_key(drift.path_text, patterns):
+    if _hidden(drift):
         return None
     git, live = drift.git, drift.live
     if not (is_multiline(git) or is_multiline(live)) or not all(v is None or isinstance(v, str) for v in (git, live)):
@@ -98,15 +107,15 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
     return "\n".join(out) + "\n"
 
 
-def render_json(result: Result, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
+def render_json(result: Result) -> str:
     doc = result.to_json()
     for d, item in zip(result.drifts, doc["drifts"]):
-        if d.ref.kind in NEVER_WRITTEN or is_secret_key(d.path_text, patterns):
-            item["git"], item["live"] = shown(d, d.git, patterns), shown(d, d.live, patterns)
+        if _hidden(d):
+            item["git"], item["live"] = shown(d, d.git), shown(d, d.live)
     return json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
 
 
-def commit_message(installation: str, drifts: Sequence[Drift], patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
+def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
     """Subject + one paragraph per object: field old -> new, manager, time."""
     by_ref: dict[Any, list[Drift]] = {}
     for d in drifts:
@@ -119,9 +128,9 @@ def commit_message(installation: str, drifts: Sequence[Drift], patterns: Sequenc
         for d in mine:
             who = f" by {d.manager}" if d.manager else ""
             when = f" at {d.changed_at}" if d.changed_at else ""
-            pairs = _line_pairs(d, patterns)
+            pairs = _line_pairs(d)
             if pairs is None:
-                lines.append(f"  {d.path_text}: {shown(d, d.git, patterns)} -> {shown(d, d.live, patterns)}")
+                lines.append(f"  {d.path_text}: {shown(d, d.git)} -> {shown(d, d.live)}")
             else:  # a multi-line value: one line per changed line, as the log says it
                 lines.append(f"  {d.path_text}: {len(pairs)} line(s) changed")
                 lines += [f"    {describe_line(o, n)}" for o, n in pairs[:MAX_LINES_SHOWN]]
@@ -174,7 +183,6 @@ def _side(pairs: list[tuple[str | None, str | None]], which: int) -> str:
 
 
 def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
-            patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS,
             comments: Mapping[tuple[str, str], str] | None = None) -> str:
     """The pull request is the notification: what changed, who did it, when, how to check.
 
@@ -188,9 +196,9 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for d in written:
-        pairs = _line_pairs(d, patterns)
+        pairs = _line_pairs(d)
         if pairs is None:
-            git_cell, live_cell = _code(shown(d, d.git, patterns)), _code(shown(d, d.live, patterns))
+            git_cell, live_cell = _code(shown(d, d.git)), _code(shown(d, d.live))
         else:  # multi-line: just the lines that changed, one per line, as the log says it
             git_cell, live_cell = _side(pairs, 0), _side(pairs, 1)
         comment = (comments or {}).get((str(d.ref), d.path_text))
@@ -218,7 +226,7 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         for d in others:
             mark = "⚠️ " if d.cls in (DriftClass.UNDECLARED, DriftClass.CLEARED) else ""
             lines.append(f"- {mark}**{d.cls.value}** {_cell(str(d.ref))} {_code(d.path_text or '(object)')}: "
-                         f"{_cell(d.detail) if not is_secret_key(d.path_text, patterns) else REDACTED} "
+                         f"{_cell(d.detail) if not _hidden(d) else REDACTED} "
                          f"({d.action.value}: {_cell(d.reason)}" + (f"; base: {_cell(d.base)}" if d.base else "") + ")")
     lines += ["", "Reproduce locally:", "", "```", reproduce, "```", ""]
     return "\n".join(lines)

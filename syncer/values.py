@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 
 _HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))+$")
@@ -55,12 +56,17 @@ def _short(value: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _plain(value: object) -> str:
+    """A value as its manifest would spell it: ``true``, ``{"a": 1}``, not Python's ``True``."""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
 def describe_change(old: object, new: object) -> str:
     """A one-line account of how ``old`` became ``new``."""
     if old is None:
-        return f"added: {_short(str(new))}"
+        return f"added: {_short(_plain(new))}"
     if new is None:
-        return f"removed (was {_short(str(old))})"
+        return f"removed (was {_short(_plain(old))})"
     if isinstance(old, str) and isinstance(new, str):
         a, b = address_list(old), address_list(new)
         if a is not None and b is not None:
@@ -76,7 +82,7 @@ def describe_change(old: object, new: object) -> str:
             parts += [f"-{k}" for k in ka if k not in kb]
             parts += [f"{k}: {ka[k]} → {kb[k]}" for k in ka if k in kb and ka[k] != kb[k]]
             return ", ".join(parts) if parts else "reordered lines"
-    return f"{_short(str(old))} → {_short(str(new))}"
+    return f"{_short(_plain(old))} → {_short(_plain(new))}"
 
 
 #: Changed lines shown for one multi-line value (commit message, PR row); the rest are counted.

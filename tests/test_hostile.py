@@ -730,3 +730,104 @@ def test_secret_looking_annotation_and_label_names_of_any_kind_are_judged_like_c
     assert why[(("metadata", "labels", "api-key"), "k")] == "key name 'api-key'"  # split out of the added map
     assert why[(("metadata", "labels"), "{'tier': 'web'}")] is None  # the rest stays one difference
     assert why[(field.path, "False")] is None  # a field of the API, not a name people chose
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ai
+spec:
+  template:
+    spec:
+      automountServiceAccountToken: false
+      containers:
+      - name: web
+        image: nginx
+        env:
+        - name: DB_PASSWORD
+          value: hunter2-GIT
+        - name: MODE
+          value: a
+"""
+
+
+def _edited_deployment() -> dict[str, Any]:
+    """``web`` as the API server returns it after a ``kubectl edit`` of three fields."""
+    env = {'k:{"name":"DB_PASSWORD"}': {".": {}, "f:name": {}, "f:value": {}},
+           'k:{"name":"MODE"}': {".": {}, "f:name": {}, "f:value": {}}}
+    applied = {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"web"}': {
+        ".": {}, "f:name": {}, "f:image": {}}}}}}}
+    edited = {"f:spec": {"f:template": {"f:spec": {"f:automountServiceAccountToken": {}, "f:containers": {
+        'k:{"name":"web"}': {"f:env": {".": {}, **env}}}}}}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+        "name": "web", "namespace": "ai", "managedFields": [
+            {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2026-08-15T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": applied},
+            {"manager": "kubectl-edit", "operation": "Update", "time": "2026-08-30T00:00:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": edited}]},
+        "spec": {"template": {"spec": {"automountServiceAccountToken": True, "containers": [{
+            "name": "web", "image": "nginx",
+            "env": [{"name": "DB_PASSWORD", "value": "hunter2-LIVE"}, {"name": "MODE", "value": "b"}]}]}}}}
+
+
+def test_env_values_named_like_secrets_are_never_copied_and_api_fields_are_shown(asgard_repo: Path,
+                                                                                 tmp_path: Path) -> None:
+    """Was: a Deployment's ``DB_PASSWORD`` env value edited live was shown in cleartext and
+    (cluster moved) copied into git, while ``automountServiceAccountToken`` -- a boolean of
+    the API -- was shown as ``‹redacted›`` in ``-o json``, webhooks and the PR body, because
+    the outputs judged secrets a second time, by any word of the dotted path."""
+    import subprocess
+
+    host = asgard_repo / "hosts" / "asgard"
+    (host / "web.yaml").write_text(DEPLOYMENT)
+    conf = host / "syncer.conf"
+    conf.write_text(conf.read_text().replace("  Deployment: report\n", "  Deployment: writeback\n"))
+    git(asgard_repo, "add", ".")
+    when = {"GIT_COMMITTER_DATE": "2026-08-01T00:00:00Z", "GIT_AUTHOR_DATE": "2026-08-01T00:00:00Z"}
+    subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", "commit", "-qm", "web"],
+                   cwd=asgard_repo, env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path), **when},
+                   check=True)
+    git(asgard_repo, "push", "-q", "origin", "main")
+    live = live_file(tmp_path, [*example_items(), _edited_deployment()])
+
+    code, doc, err = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "-o", "json")
+    assert code == 1, err
+    drifts = {d["path"]: d for d in json.loads(doc)["drifts"] if d["name"] == "web"}
+    secret = drifts["spec.template.spec.containers[0].env[0].value"]
+    assert (secret["git"], secret["live"], secret["action"]) == ("‹redacted›", "‹redacted›", "report")
+    assert "item named 'DB_PASSWORD'" in secret["reason"]
+    mode = drifts["spec.template.spec.containers[0].env[1].value"]
+    assert (mode["git"], mode["live"], mode["action"], mode["direction"]) == ("a", "b", "write", "cluster")
+    token = drifts["spec.template.spec.automountServiceAccountToken"]
+    assert (token["git"], token["live"], token["action"]) == (False, True, "write")
+
+    code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "--mode", "pr")
+    assert code == 0, err
+    git(asgard_repo, "fetch", "-q", "origin")
+    written = git(asgard_repo, "show", "origin/syncer/asgard:hosts/asgard/web.yaml")
+    message = git(asgard_repo, "log", "-1", "--format=%B", "origin/syncer/asgard")
+    assert "value: hunter2-GIT" in written and "value: b" in written
+    assert "automountServiceAccountToken: true" in written
+    assert "automountServiceAccountToken: false -> true" in message
+    for text in (doc, out, err, written, message):
+        assert "hunter2-LIVE" not in text
+    assert "automountServiceAccountToken: false → true" in out  # the summary
+    assert "automountServiceAccountToken | <code>false</code> | <code>true</code> |" in out  # the PR body
+
+
+@pytest.mark.parametrize(("kind", "path", "hidden"), [
+    ("ConfigMap", "data.API_TOKEN", True),
+    ("ConfigMap", "binaryData.tls.key.password", True),
+    ("Deployment", "metadata.annotations.vault.io/token", True),
+    ("Deployment", "spec.template.metadata.labels.api-key", True),
+    ("Deployment", "spec.template.spec.automountServiceAccountToken", False),
+    ("ServiceAccount", "automountServiceAccountToken", False),
+    ("ConfigMap", "metadata.annotations.team", False),
+    ("MyResource", "data.API_TOKEN", False),  # ``data`` is a free-form map only in a ConfigMap
+])
+def test_outputs_hide_by_the_same_key_rule_as_detection(kind: str, path: str, hidden: bool) -> None:
+    from syncer.redact import secret_field
+
+    assert secret_field(kind, path) is hidden

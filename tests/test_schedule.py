@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef
 from syncer.sidecar.schedule import Schedule, Timing, stable_deadline
 
@@ -75,13 +77,26 @@ def test_transient_failures_back_off_exponentially_up_to_the_cap() -> None:
     assert s.failed(now, transient=True) == 5  # a success resets the count
 
 
-def test_a_pending_retry_holds_back_changes_and_requests() -> None:
+def test_a_pending_retry_holds_back_changes_and_resyncs() -> None:
     s = started()
     s.started(T0 + 1)
     assert s.failed(T0 + 1, transient=True) == 5
     assert s.due(T0 + 3, T0 + 1, T0 + 1) is None  # the change is settled, but the retry waits
-    s.request("config")  # the retry is already a request: it keeps its reason and its time
+    s.request("change")  # not a reason that runs at once: the retry keeps its reason and time
     assert s.due(T0 + 3) is None and s.due(T0 + 6) == "retry"
+    assert s.next_wakeup(T0 + 3) == T0 + 6
+
+
+@pytest.mark.parametrize("reason", ["config", "requested"])
+def test_a_config_reload_or_a_new_leader_does_not_wait_out_a_retry(reason: str) -> None:
+    s = started()
+    s.started(T0 + 1)
+    assert s.failed(T0 + 1, transient=True) == 5
+    s.request(reason)  # a new leader must not leave the PR as the old one left it for 5 s
+    assert s.due(T0 + 2) == reason and s.next_wakeup(T0 + 2) == T0 + 2
+    s.started(T0 + 2)
+    assert s.failed(T0 + 2, transient=True) == 10  # it failed again: the backoff goes on growing
+    assert s.due(T0 + 3) is None
 
 
 def test_a_request_runs_at_once() -> None:

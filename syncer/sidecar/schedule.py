@@ -3,9 +3,11 @@
 Every method takes ``now`` (seconds since the epoch) from the caller, so tests drive it
 with plain numbers. A pass is due when
 
-* something asked for one (``request``: start, config reload, a new leader), at once;
+* something asked for one (``request``: start, config reload, a new leader), at once, even
+  while a retry is pending: such events are rare, and a new leader that sat out its follower
+  days' backoff would leave the PR as the old leader left it (perhaps mid-pass);
 * a transient failure's retry time came (``failed``: ``retry_base`` doubling per failure in
-  a row, at most ``retry_cap``); until then nothing else starts a pass either;
+  a row, at most ``retry_cap``); until then no change, resync or stability starts a pass;
 * the watch cache changed and then was quiet for ``debounce`` seconds, or ``debounce_max``
   after the first change of a burst that never goes quiet;
 * a waiting difference became stable (``wait_for``), or
@@ -54,8 +56,11 @@ class Schedule:
         return min(last_change + self.timing.debounce, dirty_since + self.debounce_max)
 
     def request(self, reason: str) -> None:
-        """Ask for a pass as soon as possible; an earlier request keeps its reason."""
-        self.force = self.force or reason
+        """Ask for a pass as soon as possible; an earlier request keeps its reason, except a
+        pending retry, which gives way to a reason that runs at once (``IMMEDIATE``). The
+        failure count stays: if that pass fails too, the next retry waits longer."""
+        if self.force is None or (reason in IMMEDIATE and self.force not in IMMEDIATE):
+            self.force = reason
 
     def due(self, now: float, dirty_since: float | None = None, last_change: float | None = None) -> str | None:
         """Why a pass should run at ``now``, or None; the two times are the watch cache's."""
@@ -75,7 +80,10 @@ class Schedule:
         return None
 
     def next_wakeup(self, now: float, dirty_since: float | None = None, last_change: float | None = None) -> float:
-        """The earliest time a pass can be due, never before a pending retry."""
+        """The earliest time a pass can be due: at once for a request that runs at once, else
+        never before a pending retry."""
+        if self.force in IMMEDIATE:
+            return now
         times = [self.next_resync]
         settled = self._settled(dirty_since, last_change)
         if settled is not None:
