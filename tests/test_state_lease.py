@@ -216,3 +216,79 @@ def test_the_same_record_text_is_parsed_once_and_a_refusal_clears(fake: FakeKube
     fake.put({**cm, "data": {}})
     store.refresh()
     assert store.rejected is None
+
+
+def _many(n: int, filler: str = "") -> dict[ObjectRef, dict[str, Any]]:
+    """``n`` ConfigMaps as git declares them (about 400 bytes of JSON each, like bench/gen's)."""
+    out = {}
+    for i in range(n):
+        ref = ObjectRef("v1", "ConfigMap", NS, f"app-{i:05d}")
+        out[ref] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": ref.name, "namespace": NS, "labels": {"app.kubernetes.io/name": f"app-{i:05d}",
+                                                          "app.kubernetes.io/part-of": "shop"}},
+            "data": {"UPSTREAM_ADDRS": f"10.{i // 250}.{i % 250}.1 10.{i // 250}.{i % 250}.2",
+                     "LOG_LEVEL": "info", "TIMEOUT_SECONDS": "30", "FILLER": filler or f"replica-{i}"}}
+    return out
+
+
+def test_a_record_of_5000_objects_fits_the_configmap_compressed(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    """Was: the record was plain JSON in ``data``; past ~2,700 objects it broke the apiserver's
+    1 MiB ConfigMap limit (the fake now enforces it as the real one does) and every pass
+    failed to record. Large records are gzip in ``binaryData``; small ones stay readable."""
+    import base64
+    import gzip
+
+    api = api_client(fake, tmp_path)
+    store = ConfigMapStore(api, NS, "asgard")
+    store.refresh()
+    small = _many(10)
+    assert store.record(small, keep=small)
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    assert cm is not None and "asgard.json" in cm["data"] and not cm.get("binaryData")
+    objects = _many(5000)
+    plain = len(json.dumps({str(r): d for r, d in objects.items()}))
+    assert plain > 1024 * 1024  # this record would not fit uncompressed
+    assert store.record(objects, keep=objects)
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    assert cm is not None and "asgard.json" not in (cm.get("data") or {})
+    packed = cm["binaryData"]["asgard.json.gz"]
+    assert len(packed) < plain // 10
+    text = gzip.decompress(base64.b64decode(packed)).decode()  # what an operator can read with base64 -d | gunzip
+    assert json.loads(text)["v1/ConfigMap/ai/app-04999"] == objects[ObjectRef("v1", "ConfigMap", NS, "app-04999")]
+    again = ConfigMapStore(api, NS, "asgard")  # a restart, or the next leader, reads it back
+    again.refresh()
+    assert again.rejected is None
+    assert again.base(ObjectRef("v1", "ConfigMap", NS, "app-02500")) == objects[ObjectRef("v1", "ConfigMap", NS,
+                                                                                           "app-02500")]
+    assert again.record(small, keep=small)  # shrunk: back to readable JSON, the packed key removed
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    assert cm is not None and "asgard.json" in cm["data"] and "asgard.json.gz" not in (cm.get("binaryData") or {})
+
+
+def test_a_record_too_large_even_compressed_is_one_clear_error(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    import os
+
+    from syncer.errors import ClusterError
+
+    store = ConfigMapStore(api_client(fake, tmp_path), NS, "asgard")
+    store.refresh()
+    noisy = {r: {**d, "data": {"NOISE": os.urandom(300).hex()}} for r, d in _many(3000).items()}
+    with pytest.raises(ClusterError, match=r"the record of 3000 objects takes \d+ bytes \(compressed\), more than "
+                                           r"the 1048576 a ConfigMap holds; not written") as info:
+        store.record(noisy, keep=noisy)
+    assert not info.value.transient
+    assert fake.get("v1", "ConfigMap", NS, "syncer-state") is None  # nothing sent that the apiserver would refuse
+
+
+def test_a_gzip_bomb_in_the_record_is_refused_unexpanded(fake: FakeKubeAPI, tmp_path: Path) -> None:
+    import base64
+    import gzip
+
+    bomb = gzip.compress(b'{"a":"' + b"0" * (80 * 1024 * 1024) + b'"}')
+    assert len(bomb) < 200 * 1024
+    fake.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "syncer-state", "namespace": NS},
+              "binaryData": {"asgard.json.gz": base64.b64encode(bomb).decode()}})
+    store = ConfigMapStore(api_client(fake, tmp_path), NS, "asgard")
+    store.refresh()
+    assert store.rejected is not None and "expands to more than 67108864 bytes" in store.rejected
+    assert store.base(REF) is None

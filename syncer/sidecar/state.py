@@ -7,7 +7,9 @@ proposed in a PR, never committed directly, and a committed-but-not-applied git 
 look the same as a live edit.
 
 Layout: ConfigMap ``--state-configmap`` (default ``syncer-state``) in the installation's
-namespace, key ``<installation>.json``, value a JSON map::
+namespace, key ``<installation>.json``, value a JSON map (over ``COMPRESS_OVER`` bytes, the same
+JSON gzip-compressed under ``binaryData`` key ``<installation>.json.gz``: records of similar
+objects shrink about twentyfold, so some 40,000 objects fit in the 1 MiB a ConfigMap holds)::
 
     {"v1/ConfigMap/ai/ollama-endpoint-manager": {<the object as git declares it, normalized>}, ...,
      "proposed": {"v1/ConfigMap/ai/ollama-endpoint-manager": {"[\"data\", \"A\"]": ["<v1>", "<v2>"]}, ...}}
@@ -37,9 +39,13 @@ Rules:
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
 import json
 import logging
 import threading
+import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -59,6 +65,36 @@ PROPOSED = "proposed"
 #: Proposed values remembered per field: a reviewer merges one of the last few branch versions.
 MAX_PROPOSALS = 8
 LABELS = {"app.kubernetes.io/managed-by": "syncer", "app.kubernetes.io/component": "state"}
+#: A record's JSON over this many bytes is stored compressed (small ones stay readable).
+COMPRESS_OVER = 256 * 1024
+#: The most JSON a compressed record may expand to: a planted gzip bomb stops here.
+MAX_RECORD_JSON = 64 * 1024 * 1024
+#: What one ConfigMap holds: its ``data`` values plus ``binaryData`` bytes (the apiserver's
+#: ``MaxSecretSize``, which it applies to ConfigMaps too).
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+
+
+def pack(text: str) -> str:
+    """``text`` gzip-compressed and base64-encoded, the same bytes for the same text."""
+    return base64.b64encode(gzip.compress(text.encode(), compresslevel=6, mtime=0)).decode()
+
+
+def unpack(packed: str, what: str, limit: int = MAX_RECORD_JSON) -> str:
+    """The text ``pack`` made; ``InputRejected`` past ``limit`` bytes, ``ValueError`` when broken."""
+    try:
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing
+        out = inflate.decompress(base64.b64decode(packed, validate=True), limit + 1)
+    except (binascii.Error, zlib.error) as exc:
+        raise ValueError(f"{what}: not gzip in base64 ({exc})") from None
+    if len(out) > limit or inflate.unconsumed_tail:
+        raise InputRejected(f"{what}: expands to more than {limit} bytes of JSON; not read", transient=False)
+    return out.decode("utf-8", "replace")
+
+
+def _configmap_bytes(data: Mapping[str, Any], binary: Mapping[str, Any]) -> int:
+    """How much of the ConfigMap size limit ``data`` and ``binaryData`` use (keys not counted)."""
+    total = sum(len(str(v).encode()) for v in data.values())
+    return total + sum(len(str(v)) * 3 // 4 for v in binary.values())
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -95,6 +131,7 @@ class ConfigMapStore:
     def __init__(self, api: Kube, namespace: str, installation: str, name: str = DEFAULT_NAME) -> None:
         self.api, self.namespace, self.name, self.installation = api, namespace, name, installation
         self.key = f"{installation}.json"
+        self.packed_key = f"{installation}.json.gz"  # in binaryData, for a large record
         self._lock = threading.Lock()
         self._records: dict[str, dict[str, Any]] = {}
         self._raw: str | None = None  # the record's text that _records/_proposed came from
@@ -137,6 +174,9 @@ class ConfigMapStore:
         records: dict[str, dict[str, Any]] = {}
         proposed: dict[str, dict[str, list[Any]]] = {}
         raw = ((cm or {}).get("data") or {}).get(self.key)
+        packed = None if raw else ((cm or {}).get("binaryData") or {}).get(self.packed_key)
+        if packed:
+            raw = "gz:" + str(packed)  # what the cache compares: unpacked only when it changed
         rejected: str | None = None
         if raw and raw == self._raw:
             # The text last read or written: what it gave still holds (every pass reads the
@@ -146,7 +186,11 @@ class ConfigMapStore:
             rejected = self.rejected
         elif raw:
             try:
-                parsed = load_json(raw, f"state {self.describe()}")
+                if packed:
+                    what = f"state ConfigMap {self.namespace}/{self.name} binaryData key {self.packed_key}"
+                    parsed = load_json(unpack(str(packed), what), what, max_bytes=MAX_RECORD_JSON)
+                else:
+                    parsed = load_json(raw, f"state {self.describe()}")
             except ValueError:
                 parsed = None
             except InputRejected as exc:
@@ -236,29 +280,45 @@ class ConfigMapStore:
         if proposed:
             doc[PROPOSED] = proposed
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
-        written = self._create(text) if cm is None else self._replace(cm, text)
+        data = {k: v for k, v in ((cm or {}).get("data") or {}).items() if k != self.key}
+        binary = {k: v for k, v in ((cm or {}).get("binaryData") or {}).items() if k != self.packed_key}
+        if len(text) > COMPRESS_OVER:
+            binary[self.packed_key] = pack(text)
+            raw = "gz:" + binary[self.packed_key]
+        else:
+            data[self.key] = raw = text
+        size = _configmap_bytes(data, binary)
+        if size > MAX_CONFIGMAP_BYTES:
+            raise ClusterError(
+                f"state {self.describe()}: the record of {len(records)} objects takes {size} bytes "
+                f"(compressed), more than the {MAX_CONFIGMAP_BYTES} a ConfigMap holds; not written. Directions fall back "
+                "to managedFields, git history and last-applied; split the installation or give it its own "
+                "--state-configmap", transient=False)
+        written = self._create(data, binary) if cm is None else self._replace(cm, data, binary)
         with self._lock:
             self._configmap, self._records, self._proposed = written, records, proposed
-            self._raw = text
+            self._raw = raw
             self.writes += 1
         self.rejected = None  # our own record replaced the refused one
 
-    def _create(self, text: str) -> dict[str, Any]:
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS)},
-                "data": {self.key: text}}
+    def _create(self, data: dict[str, Any], binary: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS)},
+                                "data": data}
+        if binary:
+            body["binaryData"] = binary
         created = self.api.call("POST", self.path, body=body, what=f"create state {self.describe()}")
         if created is None:
             raise ClusterError(f"create state {self.describe()}: namespace {self.namespace} not found")
         return created
 
-    def _replace(self, cm: dict[str, Any], text: str) -> dict[str, Any]:
-        # metadata.resourceVersion stays: it is the precondition of the PUT.
+    def _replace(self, cm: dict[str, Any], data: dict[str, Any], binary: dict[str, Any]) -> dict[str, Any]:
+        # metadata.resourceVersion stays: it is the precondition of the PUT. Other keys (other
+        # installations' records) were carried over by the caller.
         meta = {k: v for k, v in (cm.get("metadata") or {}).items() if k != "managedFields"}
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
-                                "data": {**(cm.get("data") or {}), self.key: text}}
-        if cm.get("binaryData"):
-            body["binaryData"] = cm["binaryData"]
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+        if binary:
+            body["binaryData"] = binary
         replaced = self.api.call("PUT", f"{self.path}/{self.name}", body=body,
                         what=f"update state {self.describe()}")
         if replaced is None:  # deleted since we read it: create it again at the next pass

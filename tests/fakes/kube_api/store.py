@@ -12,7 +12,7 @@ from .managed_fields import (_SKELETONS, _STRIPPED_META, ManagerKey, Path, _Fiel
                              _paths_from_fields_v1, _render_managed)
 from .patches import merge_patch
 from .resources import Resource
-from .validation import _validate_endpoint_slice
+from .validation import _validate_configmap, _validate_endpoint_slice
 from .watch import _Event
 from .wire import _go_json, _ordered, _rfc3339
 
@@ -130,6 +130,8 @@ class StoreMixin:
         old = self._objects.get(key)
         if res.kind == "EndpointSlice":
             _validate_endpoint_slice(res, name, desired, old)
+        elif res.kind == "ConfigMap":
+            _validate_configmap(res, name, desired)
         now = ts or _rfc3339()
         obj = copy.deepcopy(desired)
         obj["apiVersion"], obj["kind"] = res.api_version, res.kind

@@ -1,4 +1,5 @@
-"""The apiserver's validation the fake models (EndpointSlice addresses and limits)."""
+"""The apiserver's validation the fake models (EndpointSlice addresses and limits, the
+ConfigMap size limit)."""
 
 from __future__ import annotations
 
@@ -70,3 +71,22 @@ def _validate_endpoint_slice(res: Resource, name: str, obj: dict[str, Any], old:
         causes.append(("FieldValueTooMany", "ports", f"Too many: {len(obj['ports'])}: must have at most 100 items"))
     if causes:
         raise _invalid(res, name, causes)
+
+
+#: ``core.MaxSecretSize``: the apiserver refuses a ConfigMap whose values (``data`` strings,
+#: ``binaryData`` decoded bytes; keys not counted) add up to more.
+MAX_CONFIGMAP_BYTES = 1024 * 1024
+
+
+def _validate_configmap(res: Resource, name: str, obj: dict[str, Any]) -> None:
+    import base64
+    import binascii
+
+    total = sum(len(str(v).encode()) for v in (obj.get("data") or {}).values())
+    for v in (obj.get("binaryData") or {}).values():
+        try:
+            total += len(base64.b64decode(str(v), validate=True))
+        except binascii.Error:
+            raise _invalid(res, name, [("FieldValueInvalid", "binaryData", "Invalid value: illegal base64 data")])
+    if total > MAX_CONFIGMAP_BYTES:
+        raise _invalid(res, name, [("FieldValueTooLong", "[]", f"Too long: must have at most {MAX_CONFIGMAP_BYTES} bytes")])
