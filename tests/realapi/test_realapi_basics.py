@@ -510,3 +510,30 @@ def test_client_retrying_reconnects_after_apiserver_restart(
     assert ok_after_failure, seen_errors
     if RECORD:
         record("restart-client-errors.json", {"errors_seen": sorted(set(seen_errors)), "down_seconds": down_for})
+
+
+def test_state_record_of_5000_objects_and_the_configmap_size_limit(namespace: str, admin_kubeconfig: Path) -> None:
+    """The real apiserver refuses a ConfigMap over 1 MiB (the fake models the same 422), and
+    takes syncer's compressed record of 5,000 objects in ``binaryData``."""
+    from tests.test_state_lease import _many
+
+    from syncer.kube import ApiError, kube_client
+    from syncer.model import ObjectRef
+    from syncer.sidecar.state import ConfigMapStore
+
+    api = kube_client(str(admin_kubeconfig), None, pool_size=4)
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "too-big", "namespace": namespace},
+           "data": {"a": "x" * (1024 * 1024 + 1)}}
+    with pytest.raises(ApiError) as info:
+        api.call("POST", f"/api/v1/namespaces/{namespace}/configmaps", body=big, what="create too-big")
+    assert info.value.status == 422 and "must have at most 1048576 bytes" in info.value.message
+    store = ConfigMapStore(api, namespace, "asgard")
+    store.refresh()
+    objects = {ObjectRef(r.api_version, r.kind, namespace, r.name): {**d, "metadata": {**d["metadata"],
+                                                                                        "namespace": namespace}}
+               for r, d in _many(5000).items()}
+    assert store.record(objects, keep=objects)
+    again = ConfigMapStore(api, namespace, "asgard")
+    again.refresh()
+    one = ObjectRef("v1", "ConfigMap", namespace, "app-04321")
+    assert again.rejected is None and again.base(one) == objects[one]
