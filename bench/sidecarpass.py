@@ -7,7 +7,9 @@ with its ``LiveCache`` filled from the generated live objects the way the watche
 metrics; no commit). Timed: the first pass (everything parsed and compared), then passes
 each after one live change of one ConfigMap, and passes with no change at all (a resync).
 Reported: median [min-max] wall time, and the pass without its git commands (fetch,
-checkout, clean: their cost does not depend on syncer).
+checkout, clean: their cost does not depend on syncer). Then the same as the leader with
+its state record (a ``ConfigMapStore`` on the fake API server over loopback HTTP): the
+record is read every pass and written when what git and the cluster agree on changes.
 
     python -m bench.sidecarpass [--n 5000] [--rounds 15] [--profile]
 """
@@ -25,7 +27,7 @@ from typing import Any
 from bench.common import Section, rmtree, spread
 
 
-def measure(n: int, rounds: int, root: Path) -> dict[str, Any]:
+def measure(n: int, rounds: int, root: Path, leader: bool = False) -> dict[str, Any]:
     from bench.gen import declared_objects, init_repos, live_object
     from syncer import gitrepo
     from syncer.gitrepo import Workspace
@@ -49,8 +51,18 @@ def measure(n: int, rounds: int, root: Path) -> dict[str, Any]:
             cms.append((ref, live))
     metrics = Metrics("bench")
     health = Health(cache, tick=5.0, resync=600.0)
+    store, fake = None, None
+    if leader:  # the state record in a ConfigMap of the fake API server, over loopback HTTP
+        from tests.fakes.kube_api import FakeKubeAPI
+
+        from syncer.kube import kube_client
+        from syncer.sidecar.state import ConfigMapStore
+
+        fake = FakeKubeAPI().start()
+        api = kube_client(str(fake.kubeconfig(root / "kubeconfig", namespace=inst.namespace)), None, pool_size=4)
+        store = ConfigMapStore(api, inst.namespace, "bench")
     loop = Loop(LoopSettings("bench", Mode.DRY_RUN, "bench", debounce=0.0), ws, cache, metrics=metrics,
-                health=health, is_leader=lambda: False)
+                health=health, is_leader=lambda: leader, store=store)
     git_time = [0.0]
     real_run = gitrepo.run_git
 
@@ -86,22 +98,41 @@ def measure(n: int, rounds: int, root: Path) -> dict[str, Any]:
             idle.append(t)
             idle_no_git.append(t_ng)
         drifts = len(loop.last.outcome.result.drifts) if loop.last and loop.last.outcome else -1
+        record = _record_size(fake, inst.namespace) if fake is not None else {}
     finally:
         gitrepo.run_git = real_run  # type: ignore[assignment]
+        if fake is not None:
+            fake.stop()
     return {"n": n, "tracked": len(cache.refs()), "first": first, "first_no_git": first_no_git, "changed": changed,
-            "changed_no_git": changed_no_git, "idle": idle, "idle_no_git": idle_no_git, "drifts": drifts}
+            "changed_no_git": changed_no_git, "idle": idle, "idle_no_git": idle_no_git, "drifts": drifts,
+            "leader": leader, "record": record, "state_writes": store.writes if store is not None else 0}
+
+
+def _record_size(fake: Any, namespace: str) -> dict[str, int]:
+    """How the record is stored: bytes of plain JSON, and of what the ConfigMap holds."""
+    from syncer.sidecar.state import unpack
+
+    cm = fake.get("v1", "ConfigMap", namespace, "syncer-state") or {}
+    packed = (cm.get("binaryData") or {}).get("bench.json.gz")
+    plain = (cm.get("data") or {}).get("bench.json")
+    if packed:
+        return {"json": len(unpack(packed, "record")), "stored": len(packed)}
+    return {"json": len(plain or ""), "stored": len(plain or "")}
 
 
 def run(quick: bool, workdir: Path, n: int | None = None, rounds: int | None = None) -> Section:
-    sec = Section("sidecarpass", "8. One sidecar pass at scale (follower, dry-run)")
+    sec = Section("sidecarpass", "8. One sidecar pass at scale (follower, dry-run; and leader with its state record)")
     n = n or (1000 if quick else 5000)
     rounds = rounds or (5 if quick else 15)
-    rmtree(workdir)
-    workdir.mkdir(parents=True)
-    try:
-        r = measure(n, rounds, workdir)
-    finally:
+    results = []
+    for leader in (False, True):
         rmtree(workdir)
+        workdir.mkdir(parents=True)
+        try:
+            results.append(measure(n, rounds, workdir, leader=leader))
+        finally:
+            rmtree(workdir)
+    r, lead = results
     med = statistics.median(r["changed"])
     sec.row(f"pass after one live change, {r['tracked']:,} tracked objects", f"{spread(r['changed'], '{:.3f}')} s",
             "≤ 100 ms", ok=med <= 0.1,
@@ -111,12 +142,25 @@ def run(quick: bool, workdir: Path, n: int | None = None, rounds: int | None = N
             note=f"without git: {spread(r['idle_no_git'], '{:.3f}')} s")
     sec.row("first pass (every file parsed, every object compared)", f"{r['first']:.2f} s",
             note=f"without git: {r['first_no_git']:.2f} s")
+    med = statistics.median(lead["changed"])
+    rec = lead["record"]
+    sec.row(f"leader with the state record: pass after one live change, {lead['tracked']:,} tracked objects",
+            f"{spread(lead['changed'], '{:.3f}')} s", "≤ 100 ms", ok=med <= 0.1,
+            note=f"without git: {spread(lead['changed_no_git'], '{:.3f}')} s; the record read (one GET) every pass "
+                 f"and written when an agreement changed ({lead['state_writes']} writes)")
+    sec.row("leader: pass with no change (resync)", f"{spread(lead['idle'], '{:.3f}')} s",
+            note=f"without git: {spread(lead['idle_no_git'], '{:.3f}')} s")
+    sec.row(f"state record of {lead['tracked']:,} objects", f"{rec.get('json', 0):,} bytes of JSON, "
+            f"{rec.get('stored', 0):,} stored", "≤ 1 MiB stored", ok=0 < rec.get("stored", 0) <= 1024 * 1024,
+            note="over 256 KiB the record is gzip in binaryData (syncer/sidecar/state.py)")
     sec.notes.append("`python -m bench.sidecarpass` (or `python -m bench --only sidecarpass`): the real Loop.run_pass "
                      "as a follower over a real clone; the LiveCache is filled with `put` as the watches fill it; "
                      "each change is a new value of one ConfigMap's LOG_LEVEL. Unchanged files are not parsed again "
                      "(syncer/manifests.py), objects found in sync are not compared again while neither side changes "
-                     "(syncer/engine.py), the edited file's parses are remembered (syncer/writeback.py).")
-    sec.data = r
+                     "(syncer/engine.py), the edited file's parses are remembered (syncer/writeback.py). The leader "
+                     "rows add the state record in a ConfigMap of the fake API server (tests/fakes/kube_api, over "
+                     "loopback HTTP): read every pass, written when what git and the cluster agree on changes.")
+    sec.data = {"follower": r, "leader": lead}
     return sec
 
 

@@ -37,6 +37,14 @@ class ObjectRef:
     namespace: str  # "" for cluster-scoped objects
     name: str
 
+    def __post_init__(self) -> None:
+        # Computed once: a pass at 5,000 objects looks refs up in sets and maps some 50,000
+        # times, and a dataclass would hash the four strings again each time.
+        object.__setattr__(self, "_hash", hash((self.api_version, self.kind, self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[no-any-return,attr-defined]
+
     def __str__(self) -> str:
         ns = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind}/{ns}{self.name}"
