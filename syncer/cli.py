@@ -22,7 +22,7 @@ from syncer import logs
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
-from syncer.gitrepo import Identity, Workspace, origin_url, repo_root
+from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branch, repo_root
 from syncer.kube import kube_client
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.manifests import default_installation
@@ -81,7 +81,8 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--forge-repo", metavar="OWNER/NAME", help="repository on the forge")
     p.add_argument("--token-file", help="file holding the forge token (or env SYNCER_FORGE_TOKEN)")
     p.add_argument("--remote", help="git URL to clone from and push to (default: the repo's origin)")
-    p.add_argument("--base-branch", default="main", help="branch that holds the manifests")
+    p.add_argument("--base-branch", help="branch that holds the manifests (default: the remote's default branch, "
+                                          "the one its HEAD names)")
     p.add_argument("--clone-dir", help="where syncer keeps its own clone (default: a temporary directory)")
     p.add_argument("--notify-url", action="append", default=[], metavar="URL",
                    help="webhook for PR and outage events (generic JSON; Slack URLs get Slack text); repeatable")
@@ -277,7 +278,8 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
         known = installation if repo is not None else args.installation  # a new clone is sparse: only its hosts/
-        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity, installation=known)
+        base = args.base_branch or remote_default_branch(remote, identity)
+        ws = Workspace.open_or_clone(remote, base, dest, identity, installation=known)
         if repo is None:
             installation = args.installation or default_installation(ws.path)
             source = _live_source(args, _namespace(ws.path, installation, args.namespace))
@@ -349,7 +351,8 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     identity = Identity(args.author_name, args.author_email, git_token, args.git_username)
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
-        ws = Workspace.open_or_clone(remote, args.base_branch, dest, identity, installation=args.installation)
+        base = args.base_branch or remote_default_branch(remote, identity)
+        ws = Workspace.open_or_clone(remote, base, dest, identity, installation=args.installation)
         installation = args.installation or default_installation(ws.path)
         logs.setup(args.log_format, installation=installation, secrets=secrets)
         notifier = Notifier(args.notify_url, httpx.Client(), secrets=secrets) if args.notify_url else None

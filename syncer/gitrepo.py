@@ -78,6 +78,18 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
     return done.stdout.removesuffix("\n")
 
 
+def remote_default_branch(remote: str, identity: Identity = Identity()) -> str:
+    """The branch the remote's ``HEAD`` names (``main``, ``master``, ``trunk``): the base branch
+    when none is given. One ``git ls-remote --symref``, time-bounded like every network call."""
+    out = run_git(["ls-remote", "--symref", "--", remote, "HEAD"], None, identity, NETWORK_TIMEOUT)
+    for line in out.splitlines():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            return target.removeprefix("ref: refs/heads/")
+    raise GitError(f"{redact_url(remote)} names no default branch (an empty repository, or a server that does not "
+                   "say): give --base-branch", transient=False)
+
+
 def _transient(stderr: str) -> bool:
     s = stderr.lower()
     permanent = ("authentication failed", "permission denied", "could not read username", "403", "401",

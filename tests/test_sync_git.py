@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.conftest import EXAMPLE_LIVE, NOW, git
+from tests.conftest import EXAMPLE_LIVE, NOW, ROOT, git
 from tests.helpers import run
 
 from syncer.cli import main
@@ -213,3 +213,27 @@ def test_sync_with_only_a_remote_works_in_its_own_clone(asgard_repo: Path, tmp_p
     # Without --remote it still says what is missing, in one line.
     code = main(["sync", "--mode", "commit", "--live-file", str(EXAMPLE_LIVE)], now=NOW, stdout=out, stderr=err)
     assert code == 2 and "not inside a git repository (pass --repo)" in err.getvalue()
+
+
+def test_the_base_branch_defaults_to_the_remotes_default_branch(tmp_path: Path) -> None:
+    """Was: ``--base-branch`` defaulted to the literal ``main``, so a repository whose default
+    branch is ``trunk`` (or ``master``) failed to clone unless told."""
+    bare, work = tmp_path / "origin.git", tmp_path / "work"
+    git(tmp_path, "init", "-q", "--bare", "-b", "trunk", str(bare))
+    git(tmp_path, "init", "-q", "-b", "trunk", str(work))
+    shutil.copytree(ROOT / "hosts" / "asgard", work / "hosts" / "asgard")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "asgard manifests")
+    git(work, "remote", "add", "origin", str(bare))
+    git(work, "push", "-q", "origin", "trunk")
+    code, out, err = run("sync", "asgard", "--repo", str(work), "--live-file", str(EXAMPLE_LIVE), "--mode", "commit")
+    assert (code, err) == (0, ""), out
+    assert git(work, "--git-dir", str(bare), "log", "-1", "--format=%s", "trunk") == \
+        "syncer(asgard): copy 4 live value(s) back from the cluster"
+    assert "main" not in git(work, "--git-dir", str(bare), "branch", "--list")
+    # A remote that names no default branch (nothing pushed yet): one line naming the flag.
+    empty = tmp_path / "empty.git"
+    git(tmp_path, "init", "-q", "--bare", str(empty))
+    code, out, err = run("sync", "asgard", "--repo", str(work), "--remote", str(empty),
+                         "--live-file", str(EXAMPLE_LIVE), "--mode", "commit")
+    assert code == 2 and err.count("\n") == 1 and "names no default branch" in err and "--base-branch" in err, err
