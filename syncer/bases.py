@@ -11,9 +11,9 @@ The bases, from direct to circumstantial:
                   wins, contradicting definite answers are a conflict.
 ``ownership``     managedFields: an applier owns the field (git moved) or another manager
                   does (the cluster moved). Says nothing about whether git moved as well.
-``git-history``   blame of the value's lines: changed after the last apply while another
-                  manager owns the field (both moved), or last written by syncer's own copy
-                  (git did not move).
+``git-history``   the value's own history in git: changed after the last apply while another
+                  manager owns the field, or while only a last-applied annotation says git did
+                  not move (both moved), or last written by syncer's own copy (git did not move).
 
 A definite snapshot answer stands (an equal value is direct evidence). Otherwise the
 circumstantial bases decide, and any sign that *both* sides moved makes a conflict: a
@@ -87,6 +87,17 @@ def decide(path: Path, git: Any, live: Any, evidence: Evidence, live_path: Path 
     if git is not None and any(v == git and type(v) is type(git) for v in evidence.proposed.get(path, ())):
         return Verdict(Direction.CLUSTER, PROPOSAL, "git holds a value syncer copied from the cluster")
     snap = _snapshot(path, git, live, evidence.snapshots)
+    if snap is not None and snap.direction is Direction.CLUSTER and not any(
+            name == RECORD and classify.direction(path, git, live, base) is Direction.CLUSTER
+            for name, base in evidence.snapshots):
+        # Only the annotation says git did not move, and it goes stale (syncer's own commits
+        # are not applied): git may equal it again after moving away and back (a value syncer
+        # copied, then removed by a person). A change of git's value after that apply is a git
+        # move the annotation cannot show. (syncer's record, taken when git and the cluster
+        # last agreed, is newer than any such change: it stands.)
+        hist = evidence.history(path)
+        if hist is not None and hist[0] is GitSays.MOVED:
+            return Verdict(Direction.CONFLICT, f"{LAST_APPLIED} vs {GIT_HISTORY}", f"{snap.why}; {hist[1]}")
     if snap is not None and snap.direction is not Direction.CONFLICT:
         return snap
     owned = evidence.owner(path if live_path is None else live_path)

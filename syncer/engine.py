@@ -78,7 +78,7 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, store: BaseS
         applied_at = classify.parse_time(when)
         if applied_at is None:
             return None
-        return judge(history.last_change(obj.file, obj.doc, obj.prefix + path), applied_at)
+        return judge(history.last_change(obj.file, obj.ref, path, applied_at, current=obj.data), applied_at)
 
     return bases.Evidence(snapshots, proposed, owner, git_history), note
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,8 +55,10 @@ def _env(identity: Identity) -> dict[str, str]:
     return env
 
 
-def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT) -> str:
-    """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure."""
+def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
+            raw: bool = False) -> str:
+    """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure.
+    The output without its final newline, or exactly as git wrote it (``raw``: a file's text)."""
     cmd = ["git", "-c", f"core.hooksPath={NO_HOOKS}", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always",
            "-c", f"http.userAgent={USER_AGENT}", *args]
     try:
@@ -75,7 +78,7 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
         useful = next((ln for ln in lines if ln.startswith(("fatal:", "error:", "!", "remote:"))), lines[0] if lines else "")
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
                        transient=_transient(stderr)) from None
-    return done.stdout.removesuffix("\n")
+    return done.stdout if raw else done.stdout.removesuffix("\n")
 
 
 def remote_default_branch(remote: str, identity: Identity = Identity()) -> str:
@@ -105,9 +108,21 @@ class Workspace:
         self.remote = remote
         self.base = base
         self.identity = identity
+        self.synced: str | None = None  # HEAD as the last sync_to_base left it
 
     def git(self, *args: str, network: bool = False) -> str:
         return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT)
+
+    def history_git(self) -> "Callable[[list[str], float], str | None]":
+        """Git for the history base (syncer/history.py) in this clone: it may fetch an old
+        version of a file the blob-less clone lacks, with this clone's credentials; a failure
+        is None (no answer), never an error."""
+        def run(args: list[str], timeout: float) -> str | None:
+            try:
+                return run_git(args, self.path, self.identity, timeout, raw=True)
+            except GitError:
+                return None
+        return run
 
     @classmethod
     def open_or_clone(cls, remote: str, base: str, dest: Path, identity: Identity = Identity(),
@@ -147,7 +162,8 @@ class Workspace:
                  network=True)
         self.git("checkout", "--quiet", "--force", "-B", self.base, f"refs/remotes/origin/{self.base}")
         self.git("clean", "-fdxq")
-        return self.head()
+        self.synced = self.head()
+        return self.synced
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD")

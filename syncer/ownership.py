@@ -31,6 +31,7 @@ DEFAULT_APPLIERS: tuple[str, ...] = (
     "helm",
     "argocd-controller",
     "argocd-application-controller",
+    "argocd",  # Argo CD 2.x's client-side apply (seen in argo-cd's controller test data)
     "kustomize-controller",
     "helm-controller",
 )

@@ -98,11 +98,16 @@ SinceArg = Mapping[ObjectRef, datetime] | None
 
 
 def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
-            mode: Mode, config: ConfigArg = None,
-            observed_since: SinceArg = None) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
+            mode: Mode, config: ConfigArg = None, observed_since: SinceArg = None,
+            ws: Workspace | None = None) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
+    """Detect and plan; in syncer's own clone ``ws``, git's history may fetch the old versions
+    the blob-less clone lacks (without them, a reviewed git change not applied yet would look
+    like nothing and be overwritten)."""
     loaded = load_installation(repo, installation, config)
+    history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced) if ws is not None
+               else GitHistory(repo, installation))
     result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
-                    history=GitHistory(repo, installation))
+                    history=history)
     result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded)
     return loaded, result, drifts, changes
 
@@ -121,10 +126,12 @@ def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
 
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
-            store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None) -> Outcome:
-    """What ``sync`` would do, computed on ``repo`` as it is; writes nothing."""
+            store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None,
+            ws: Workspace | None = None) -> Outcome:
+    """What ``sync`` would do, computed on ``repo`` as it is (syncer's clone ``ws``, or a
+    person's checkout); writes nothing."""
     loaded, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
-                                              observed_since)
+                                              observed_since, ws)
     out = Outcome(result, drifts, changes, loaded=loaded)
     if drifts:
         out.title, out.body, out.labels = (pr_title(installation, drifts),
@@ -141,7 +148,7 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
     for _attempt in range(MAX_PUSH_ATTEMPTS):
         ws.sync_to_base()
         loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
-                                                  observed_since)
+                                                  observed_since, ws)
         out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
         held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
         if held:
@@ -223,7 +230,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     branch = f"syncer/{installation}"
     base_sha = ws.sync_to_base()
     loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
-                                              observed_since)
+                                              observed_since, ws)
     remote = ws.fetch_branch(branch)
     foreign = ws.foreign_commits(remote) if remote else []
     if remote and not foreign:
@@ -279,11 +286,12 @@ def write_back(mode: Mode, where: Workspace | Path, installation: str, source: L
     taken as it is; a dry run in a clone first resets it to the remote base branch.
     """
     if mode is Mode.DRY_RUN:
-        if isinstance(where, Workspace):
-            where.sync_to_base()
-            where = where.path
-        return dry_run(where, installation, source, now, reproduce, store, config=config,
-                       observed_since=observed_since)
+        ws = where if isinstance(where, Workspace) else None
+        if ws is not None:
+            ws.sync_to_base()
+        checkout = where.path if isinstance(where, Workspace) else where
+        return dry_run(checkout, installation, source, now, reproduce, store, config=config,
+                       observed_since=observed_since, ws=ws)
     if not isinstance(where, Workspace):
         raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
     if mode is Mode.COMMIT:

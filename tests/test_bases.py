@@ -16,7 +16,7 @@ import pytest
 from syncer import bases
 from syncer.config import parse_config
 from syncer.history import GitHistory, GitSays, LineChange, judge
-from syncer.model import Direction
+from syncer.model import Direction, ObjectRef
 from syncer.normalize import LAST_APPLIED, normalize
 from syncer.ownership import DEFAULT_APPLIERS, direction_by_owner, owner, trusted_last_applied
 
@@ -199,7 +199,14 @@ def git(cwd: Path, *args: str, when: str = "2026-07-01T00:00:00Z") -> None:
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
-def test_git_history_blames_the_value_lines(tmp_path: Path) -> None:
+B = ObjectRef("v1", "ConfigMap", "ai", "b")
+
+
+def git_rev(cwd: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_git_history_finds_the_newest_change_of_the_value(tmp_path: Path) -> None:
     host = tmp_path / "hosts" / "asgard"
     host.mkdir(parents=True)
     f = host / "cm.yaml"
@@ -209,23 +216,54 @@ def test_git_history_blames_the_value_lines(tmp_path: Path) -> None:
     git(tmp_path, "add", ".")
     git(tmp_path, "commit", "-q", "-m", "manifests")
     h = GitHistory(tmp_path, "asgard")
-    first = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "B"))
-    assert first is not None and not first.by_syncer
-    assert first.time == datetime(2026, 7, 1, tzinfo=timezone.utc)
+    assert h.last_change("hosts/asgard/cm.yaml", B, ("data", "B")) is None  # arrived with the object: no change
+    first = git_rev(tmp_path)
     f.write_text(f.read_text().replace("    three\n", "    four\n"))
     git(tmp_path, "commit", "-qam", "syncer(asgard): copy 1 live value(s) back from the cluster",
         when="2026-08-01T00:00:00Z")
     h = GitHistory(tmp_path, "asgard")
-    change = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "B"))  # the block's last line changed
-    assert change is not None and change.by_syncer and change.commit != first.commit
-    a = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "A"))
-    assert a is not None and a.commit == first.commit and not a.by_syncer
-    f.write_text(f.read_text().replace("A: one", "A: uno"))  # uncommitted: a change made now
+    change = h.last_change("hosts/asgard/cm.yaml", B, ("data", "B"))  # the block's last line changed
+    assert change is not None and change.by_syncer and change.commit != first
+    assert change.time == datetime(2026, 8, 1, tzinfo=timezone.utc)
+    assert h.last_change("hosts/asgard/cm.yaml", B, ("data", "A")) is None
+    f.write_text(f.read_text().replace("A: one", "A: uno"))
+    git(tmp_path, "commit", "-qam", "A in Spanish", when="2026-07-10T00:00:00Z")  # committed before the next one
+    f.write_text(f.read_text().replace("    four\n", "    five\n"))
+    git(tmp_path, "commit", "-qam", "five", when="2026-08-05T00:00:00Z")
     h = GitHistory(tmp_path, "asgard")
-    now = h.last_change("hosts/asgard/cm.yaml", 1, ("data", "A"))
+    a = h.last_change("hosts/asgard/cm.yaml", B, ("data", "A"))
+    assert a is not None and a.time == datetime(2026, 7, 10, tzinfo=timezone.utc) and not a.by_syncer
+    # changed before the apply only: git did not move since, no answer
+    applied = datetime(2026, 7, 15, tzinfo=timezone.utc)
+    assert judge(h.last_change("hosts/asgard/cm.yaml", B, ("data", "A"), since=applied), applied) is None
+    f.write_text(f.read_text().replace("A: uno", "A: eins"))  # uncommitted: a change made now
+    h = GitHistory(tmp_path, "asgard")
+    now = h.last_change("hosts/asgard/cm.yaml", B, ("data", "A"))
     assert now is not None and now.commit == "0" * 40 and now.time > change.time
-    assert h.last_change("hosts/asgard/cm.yaml", 1, ("data", "C")) is None
-    assert GitHistory(tmp_path / "hosts", "asgard").last_change("nope.yaml", 0, ("data",)) is None
+    assert h.last_change("hosts/asgard/cm.yaml", B, ("data", "C")) is None  # never there: never changed
+    assert GitHistory(tmp_path / "hosts", "asgard").last_change("nope.yaml", B, ("data",)) is None
+
+
+def test_git_history_sees_a_value_removed_after_syncer_copied_it(tmp_path: Path) -> None:
+    """Was: ``git blame`` cannot see a deleted line, so a person's removal of a key syncer had
+    copied into git looked like no git change at all, and the key was copied back."""
+    host = tmp_path / "hosts" / "asgard"
+    host.mkdir(parents=True)
+    f = host / "cm.yaml"
+    f.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: ai}\ndata:\n  A: one\n")
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "manifests")
+    f.write_text(f.read_text() + "  K: x\n")
+    git(tmp_path, "commit", "-qam", "syncer(asgard): copy 1 live value(s) back from the cluster",
+        when="2026-08-01T00:00:00Z")
+    f.write_text(f.read_text().replace("  K: x\n", ""))
+    git(tmp_path, "commit", "-qam", "K is not wanted", when="2026-08-02T00:00:00Z")
+    change = GitHistory(tmp_path, "asgard").last_change("hosts/asgard/cm.yaml", B, ("data", "K"))
+    assert change is not None and not change.by_syncer
+    assert change.time == datetime(2026, 8, 2, tzinfo=timezone.utc)
+    says = judge(change, datetime(2026, 7, 1, 12, tzinfo=timezone.utc))
+    assert says is not None and says[0] is GitSays.MOVED
 
 
 def test_appliers_config_key() -> None:
@@ -267,17 +305,110 @@ def test_an_annotation_owned_by_an_applier_and_an_editor_is_tainted() -> None:
         assert base is None and "kubectl-edit" in note
 
 
-def test_git_history_never_fetches_from_a_partial_clones_remote(tmp_path: Path) -> None:
+def test_git_history_fetches_old_versions_only_in_syncers_own_clone(tmp_path: Path) -> None:
+    """A person's partial checkout: nothing fetched (no answer). Syncer's own blob-less clone:
+    the old version is fetched with the clone's credentials -- without it, a reviewed change
+    not applied yet looked like nothing in ``sync`` and was overwritten."""
+    from syncer.gitrepo import Workspace
+
     src, work = tmp_path / "src", tmp_path / "clone"
     (src / "hosts" / "asgard").mkdir(parents=True)
     f = src / "hosts" / "asgard" / "cm.yaml"
     git(tmp_path, "init", "-q", "-b", "main", str(src))
-    for value in ("one", "two"):
+    for value, when in (("one", "2026-07-01T00:00:00Z"), ("two", "2026-08-01T00:00:00Z"), ("three", "2026-08-02T00:00:00Z")):
         f.write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\ndata:\n  A: {value}\n")
         git(src, "add", ".")
-        git(src, "commit", "-qm", value)
+        git(src, "commit", "-qm", value, when=when)
     git(src, "config", "uploadpack.allowFilter", "true")
     git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{src}", str(work))
-    # the old version's blob is not here: blame would have to fetch it; it must not
-    assert GitHistory(work, "asgard").last_change("hosts/asgard/cm.yaml", 0, ("data", "A")) is None
-    assert GitHistory(src, "asgard").last_change("hosts/asgard/cm.yaml", 0, ("data", "A")) is not None
+    # the old version's blob is not here: a person's checkout must not fetch it
+    assert GitHistory(work, "asgard").last_change("hosts/asgard/cm.yaml", B, ("data", "A")) is None
+    assert GitHistory(src, "asgard").last_change("hosts/asgard/cm.yaml", B, ("data", "A")) is not None
+    ws = Workspace.open_or_clone(f"file://{src}", "main", tmp_path / "syncer-clone", installation="asgard")
+    change = GitHistory(ws.path, "asgard", ws.history_git()).last_change("hosts/asgard/cm.yaml", B, ("data", "A"))
+    assert change is not None and change.time == datetime(2026, 8, 2, tzinfo=timezone.utc)
+
+# -- git history end to end: `sync --mode commit` must never revert a reviewed git change --------
+
+CM_TEXT = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ai\ndata:\n{data}"
+APP = ObjectRef("v1", "ConfigMap", "ai", "app")
+
+
+def _history_repo(tmp_path: Path, versions: list[tuple[str, str, str]]) -> tuple[Path, Path]:
+    """A work repo with ``hosts/t`` committed as ``versions`` (data lines, subject, date),
+    pushed to a bare origin that serves partial clones (as GitHub, GitLab and Gitea do)."""
+    work, bare = tmp_path / "work", tmp_path / "origin.git"
+    host = work / "hosts" / "t"
+    host.mkdir(parents=True)
+    (host / "syncer.conf").write_text("installation: t\nnamespace: ai\ntrack: {ConfigMap: writeback}\n")
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(bare, "config", "uploadpack.allowFilter", "true")
+    git(work, "init", "-q", "-b", "main")
+    for data, subject, when in versions:
+        (host / "cm.yaml").write_text(CM_TEXT.format(data=data))
+        git(work, "add", ".")
+        git(work, "commit", "-qm", subject, when=when)
+    git(work, "remote", "add", "origin", f"file://{bare}")
+    git(work, "push", "-q", "origin", "main")
+    return work, bare
+
+
+def _live(data: dict[str, str], annotation: dict[str, str], managed: list[dict[str, Any]], tmp_path: Path) -> Path:
+    doc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app", "namespace": "ai"}, "data": annotation}
+    live = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "app", "namespace": "ai", "annotations": {LAST_APPLIED: json.dumps(doc)}, "managedFields": managed},
+        "data": data}
+    path = tmp_path / "live.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [live]}))
+    return path
+
+
+def _sync_commit(work: Path, bare: Path, live: Path) -> tuple[str, str]:
+    from tests.helpers import run
+
+    before = subprocess.run(["git", "--git-dir", str(bare), "rev-parse", "main"], capture_output=True, text=True,
+                            check=True).stdout
+    code, out, err = run("sync", "t", "--repo", str(work), "--remote", f"file://{bare}", "--live-file", str(live),
+                         "--mode", "commit")
+    assert code == 0, out + err
+    after = subprocess.run(["git", "--git-dir", str(bare), "rev-parse", "main"], capture_output=True, text=True,
+                           check=True).stdout
+    return out, "pushed" if after != before else "nothing pushed"
+
+
+def test_a_reviewed_change_not_applied_yet_survives_sync_in_a_blobless_clone(tmp_path: Path) -> None:
+    """Was: ``sync`` works in a ``--filter=blob:none`` clone where the old version of the file
+    was missing, so git's history gave no answer; with the annotation rewritten by
+    ``kubectl edit`` ownership alone said "the cluster moved" and 8080 was pushed over the
+    reviewed 11500 on main."""
+    work, bare = _history_repo(tmp_path, [
+        ('  PORT: "11434"\n  B: x\n', "app", "2026-08-01T00:00:00Z"),
+        ('  PORT: "11500"\n  B: x\n', "reviewed: move the port", "2026-08-10T00:00:00Z")])
+    apply = entry("kubectl-client-side-apply", applied_fields("B"), "2026-08-02T00:00:00Z")
+    edit = entry("kubectl-edit", {"f:data": {"f:PORT": {}}, "f:metadata": {"f:annotations": {ANN: {}}}},
+                 "2026-08-15T00:00:00Z")
+    live = _live({"PORT": "8080", "B": "x"}, {"PORT": "8080", "B": "x"}, [apply, edit], tmp_path)
+    out, pushed = _sync_commit(work, bare, live)
+    assert pushed == "nothing pushed", out
+    assert "data.PORT: 11500 → 8080" in out and "conflict" in out and "ownership vs git-history" in out
+
+
+def test_a_key_syncer_copied_then_a_person_removed_is_not_copied_back(tmp_path: Path) -> None:
+    """Was: the annotation (never re-applied) has no K and git has none again, so "git still
+    holds the last-applied value" said the cluster moved, and K went back onto main."""
+    work, bare = _history_repo(tmp_path, [
+        ('  A: "1"\n', "app", "2026-07-01T00:00:00Z"),
+        ('  A: "1"\n  K: x\n', "syncer(t): copy 1 live value(s) back from the cluster", "2026-07-06T00:00:00Z"),
+        ('  A: "1"\n', "K is not wanted", "2026-07-07T00:00:00Z")])
+    apply = entry("kubectl-client-side-apply", applied_fields("A"), "2026-07-02T00:00:00Z")
+    edit = entry("kubectl-edit", {"f:data": {"f:K": {}}}, "2026-07-05T00:00:00Z")
+    live = _live({"A": "1", "K": "x"}, {"A": "1"}, [apply, edit], tmp_path)
+    out, pushed = _sync_commit(work, bare, live)
+    assert pushed == "nothing pushed", out
+    assert "data.K" in out and "last-applied vs git-history" in out
+    # The same on the person's own checkout (full history there).
+    from tests.helpers import run
+
+    code, doc, _ = run("diff", "t", "--repo", str(work), "--live-file", str(live), "-o", "json")
+    [drift] = json.loads(doc)["drifts"]
+    assert (drift["path"], drift["direction"], drift["base"]) == ("data.K", "conflict", "last-applied vs git-history")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -116,8 +117,11 @@ def test_git_side_edit_is_pending_apply_not_reverted(live: SnapshotSource, tmp_p
     cm["data"]["MAC_ADDRS"] = "192.168.68.58 100.115.97.90"
     config = load_config(ROOT / "hosts" / "asgard", "asgard", "x")
     manifests = load_manifests(ROOT, "asgard", "ai")
-    obj = manifests.objects[ObjectRef("v1", "ConfigMap", "ai", "ollama-endpoint-manager")]
+    ref = ObjectRef("v1", "ConfigMap", "ai", "ollama-endpoint-manager")
+    # A copy: the parse cache hands the same objects to every later load of this checkout.
+    obj = replace(manifests.objects[ref], data=copy.deepcopy(manifests.objects[ref].data))
     obj.data["data"]["M1_ADDRS"] = "100.127.6.21"  # a human's commit, not applied yet
+    manifests = replace(manifests, objects={**manifests.objects, ref: obj})
     result = detect(config, manifests, live, NOW)
     d = [d for d in result.drifts if d.path_text == "data.M1_ADDRS"][0]
     assert (d.direction, d.action) == (Direction.GIT, Action.REPORT)

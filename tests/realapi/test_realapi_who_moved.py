@@ -410,7 +410,7 @@ def test_a_live_edit_that_rewrote_the_annotation_never_overwrites_a_reviewed_git
     kube.edit("configmap/settings", 's/11434/8080/g')
     [d] = diff(work, kube.kubeconfig)
     assert (d["path"], d["direction"], d["manager"], d["action"]) == ("data.PORT", "conflict", "kubectl-edit", "report")
-    assert d["base"] == "ownership vs git-history" and "after the cluster last applied them" in d["base_why"]
+    assert d["base"] == "ownership vs git-history" and "after the cluster last applied it" in d["base_why"]
     assert d["changed_at"] == kube.time_of("configmap/settings", "kubectl-edit")
     assert d["base_note"].startswith("last-applied ignored: its annotation was last written by kubectl-edit")
     out = io.StringIO()  # nothing to copy back, and no file diff
@@ -418,3 +418,16 @@ def test_a_live_edit_that_rewrote_the_annotation_never_overwrites_a_reviewed_git
                 now=datetime.now(timezone.utc), stdout=out, stderr=io.StringIO())
     assert code == 1 and out.getvalue().startswith("demo: 1 difference(s) in 1 object(s); 0 to copy back into git")
     assert "+++ b/" not in out.getvalue()
+    # The same through `sync --mode commit` in syncer's own clone: blob-less (the remote allows
+    # partial clones, as forges do), so the old version of the file is fetched for the history.
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(bare, "config", "uploadpack.allowFilter", "true")
+    git(work, "push", "-q", f"file://{bare}", "main")
+    head = git(bare, "rev-parse", "main")
+    out = io.StringIO()
+    code = main(["sync", "demo", "--repo", str(work), "--remote", f"file://{bare}", "--kubeconfig",
+                 str(kube.kubeconfig), "--mode", "commit"], now=datetime.now(timezone.utc), stdout=out,
+                stderr=io.StringIO())
+    assert code == 0 and "conflict" in out.getvalue() and "nothing to commit" in out.getvalue(), out.getvalue()
+    assert git(bare, "rev-parse", "main") == head  # 11500 stays on main
