@@ -104,14 +104,29 @@ def _secret_mask(value: Any) -> Any:
     return f"‹secret sha256:{digest}›"
 
 
-#: managedFields managers that are people at a terminal (an item they added live may be written).
-_PERSON_MANAGERS = ("k9s", "Mozilla", "lens")
+#: Interactive tools a person edits a live object with (managedFields manager names). kubectl
+#: names its manager after the verb (``kubectl-edit``); k9s and Lens are the common consoles (Lens
+#: and other browser tools show up under their user agent, ``Mozilla``).
+_KUBECTL_EDITS = frozenset(f"kubectl-{verb}" for verb in ("edit", "patch", "set", "label", "annotate", "scale",
+                                                          "taint", "rollout"))
+_CONSOLES = ("k9s", "Mozilla", "lens")
 
 
-def _added_by_person(manager: str | None) -> bool:
-    """Was a live-only list item added by a person (not by admission, a controller or the server)?"""
-    return manager is not None and (manager.startswith("kubectl") or manager.startswith(_PERSON_MANAGERS))
+def _added_by_person(who: ownership.Owner | None, appliers: Sequence[str]) -> bool:
+    """Was a live-only list item (or label) added by a person, not by admission, a controller or the server?
 
+    Only an interactive editing tool's ``Update`` counts. Appliers and creators never do
+    (``kubectl-client-side-apply``, ``kubectl`` (server-side apply, and every verb of kubectl
+    < 1.19), ``kubectl-create``, ``kubectl-replace``, Helm, the configured ``appliers``, any
+    ``Apply`` operation): they send a whole object, and the server records everything mutating
+    admission added to it (default tolerations, injected sidecars and volumes) under that
+    request's manager -- on create, and on every update that admission mutates. An edit tool's
+    update is a person changing a field or two of an existing object, which admission rarely
+    touches.
+    """
+    if who is None or who.operation != "Update" or who.manager in appliers:
+        return False
+    return who.manager in _KUBECTL_EDITS or who.manager.startswith(_CONSOLES)
 
 
 def _at(doc: Any, path: Path) -> Any:
@@ -365,7 +380,9 @@ def _object_drifts(
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
         if obj.templated and action is not Action.REPORT:
             action, reason = Action.REPORT, "templated: not written"
-        elif fd.needs_person and action is not Action.REPORT and not _added_by_person(manager):
+        elif (fd.needs_person and action is not Action.REPORT
+              and not _added_by_person(ownership.owner(live, fd.where_live, config.appliers),
+                                       config.appliers)):
             what = "list item" if fd.is_item else "key"
             who = f"by {manager}" if manager else "by an unknown manager (no managedFields entry)"
             action, reason = Action.REPORT, f"{what} added live {who}, not by a person: never written"

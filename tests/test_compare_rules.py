@@ -277,6 +277,75 @@ def test_items_from_admission_or_the_server_are_reported_never_written(tmp_path:
     assert proposed is None, out
 
 
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+  namespace: apps
+spec:
+  containers:
+    - name: app
+      image: web:1
+  tolerations:
+    - key: dedicated
+      operator: Exists
+"""
+
+
+def _pod_with_default_tolerations(manager: str, operation: str) -> dict[str, Any]:
+    """The Pod above as the server stores it after one request by ``manager``: the
+    DefaultTolerationSeconds admission plugin added two tolerations, and managedFields record them
+    under the request's manager (what kube-apiserver v1.32 did for ``kubectl apply``)."""
+    default = [{"key": f"node.kubernetes.io/{k}", "operator": "Exists", "effect": "NoExecute",
+                "tolerationSeconds": 300} for k in ("not-ready", "unreachable")]
+    owned = {'k:{"key":"dedicated","operator":"Exists"}': {".": {}, "f:key": {}, "f:operator": {}},
+             **{f'k:{{"effect":"NoExecute","key":"{t["key"]}","operator":"Exists"}}':
+                {".": {}, "f:effect": {}, "f:key": {}, "f:operator": {}, "f:tolerationSeconds": {}} for t in default}}
+    applied = json.dumps(parse_documents(POD, "web.yaml")[0], separators=(",", ":"))
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "apps", "uid": "u2", "resourceVersion": "5",
+                         "annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied + "\n"},
+                         "managedFields": [{**_mf(manager, "2026-08-20T09:00:00Z", {"f:spec": {
+                             "f:containers": {'k:{"name":"app"}': {".": {}, "f:image": {}, "f:name": {}}},
+                             "f:tolerations": owned}}, operation), "apiVersion": "v1"}]},
+            "spec": {"containers": [{"name": "app", "image": "web:1"}],
+                     "tolerations": [{"key": "dedicated", "operator": "Exists"}, *default]}}
+
+
+@pytest.mark.parametrize("manager,operation", [
+    ("kubectl-client-side-apply", "Update"),  # kubectl apply
+    ("kubectl", "Apply"),  # kubectl apply --server-side
+    ("kubectl-create", "Update"),
+    ("kubectl-replace", "Update"),
+    ("helm", "Update"),
+    ("gitops-robot", "Update"),  # named in the installation's appliers
+    ("kubectl-edit", "Apply"),  # whatever its name, an Apply is an applier
+])
+def test_admission_items_recorded_under_an_applier_or_creator_are_never_written(
+        tmp_path: Path, manager: str, operation: str) -> None:
+    bare, work, snap = _repo(tmp_path, {"web.yaml": POD}, [_pod_with_default_tolerations(manager, operation)],
+                             "  Pod: writeback\nappliers: [kubectl-client-side-apply, kubectl, helm, gitops-robot]\n")
+    found = _diff(work, snap)
+    assert sorted(found) == [("Pod", "spec.tolerations[1]"), ("Pod", "spec.tolerations[2]")]
+    for cls, action, reason in found.values():  # the last-applied base says the cluster moved: who did?
+        assert (cls, action, reason) == ("added", "report",
+                                         f"list item added live by {manager}, not by a person: never written")
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is None, out
+
+
+@pytest.mark.parametrize("manager", ["kubectl-edit", "kubectl-patch", "k9s"])
+def test_a_toleration_a_person_added_with_an_edit_tool_is_written(tmp_path: Path, manager: str) -> None:
+    bare, work, snap = _repo(tmp_path, {"web.yaml": POD}, [_pod_with_default_tolerations(manager, "Update")],
+                             "  Pod: writeback\n")
+    found = _diff(work, snap)
+    assert {v[:2] for v in found.values()} == {("added", "write")}
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is not None, out
+    assert "node.kubernetes.io/unreachable" in proposed
+
+
 def test_an_item_added_by_a_controller_is_reported_with_its_manager(tmp_path: Path) -> None:
     bare, work, snap = _repo(tmp_path, {"web.yaml": DEPLOY}, [_env_added_by("vpa-updater")], "  Deployment: writeback\n")
     (cls, action, reason), = _diff(work, snap).values()
