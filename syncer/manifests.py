@@ -21,6 +21,7 @@ from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
 from ruamel.yaml.tag import Tag
 
+from syncer import goyaml
 from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
 from syncer.repofile import read_inside
@@ -266,21 +267,36 @@ class _GoResolver(_Resolver):
     def processing_version(self) -> Any:
         return (1, 1)
 
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        tag = super().resolve(kind, value, implicit)
+        if (kind is ScalarNode and implicit[0] and value[:1] in _NUMBER_START and tag is not _TAGS["timestamp"]
+                and value not in goyaml.SPECIAL_FLOATS):
+            # Numbers as Go reads them: 0o644 and +.5e3 are numbers, ._5 is not (see syncer.goyaml).
+            number = goyaml.number(value)
+            return _TAGS["str"] if number is None else _TAGS["int" if isinstance(number, int) else "float"]
+        return tag
+
+
+_NUMBER_START = frozenset("0123456789+-.")
+
 
 class _GoYamlConstructor(SafeConstructor):
     """YAML 1.1 as Go's decoder (kubectl, helm, Argo CD) reads it: ``0755`` is 493 and
     ``yes``/``no``/``on``/``off``/``y``/``n`` are booleans -- but ``12:30`` stays a string (Go
-    has no base-60 numbers) and a timestamp stays its text."""
+    has no base-60 numbers), a timestamp stays its text, and numbers are Go's (``0o644`` is 420,
+    ``+.5e3`` is 500: ``syncer.goyaml``)."""
 
     def construct_yaml_int(self, node: Any) -> Any:
         if ":" in str(node.value):
             return self.construct_scalar(node)
-        return super().construct_yaml_int(node)
+        number = goyaml.number(str(node.value))
+        return number if number is not None else super().construct_yaml_int(node)
 
     def construct_yaml_float(self, node: Any) -> Any:
         if ":" in str(node.value):
             return self.construct_scalar(node)
-        return super().construct_yaml_float(node)
+        number = goyaml.number(str(node.value))
+        return number if number is not None else super().construct_yaml_float(node)
 
     def construct_yaml_timestamp(self, node: Any, values: Any = None) -> Any:
         return self.construct_scalar(node)

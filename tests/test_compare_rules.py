@@ -468,3 +468,77 @@ def test_direction_follows_items_by_key_when_the_live_list_is_in_another_order(t
 def test_every_document_of_a_file_is_read_as_yaml_11() -> None:
     docs = parse_documents("kind: A\n---\nkind: B\nmode: 0755\non: yes\nat: 12:30\n", "multi.yaml")
     assert docs[1] == {"kind": "B", "mode": 493, True: True, "at": "12:30"}
+
+
+# -- numbers as Go's YAML decoder (kubectl) reads them -------------------------------------------
+
+#: What kubectl v1.32.3 made of each plain scalar (``kubectl label --local -f x.yaml a=b -o json``).
+KUBECTL_READS = {
+    "0o644": 420, "0O17": 15, "+0o17": 15, "-0o17": -15, "0o1_7": 15, "0o": "0o", "0o8": "0o8", "0755": 493,
+    "+.5e3": 500, ".5e3": 500, "1e3": 1000, "1E3": 1000, "1.0e3": 1000, "0.1e+3": 100, "+.5E-3": 0.0005,
+    "-.5": -0.5, ".5": 0.5, "1.": 1, "08": 8, "00": 0, "0_7": 7, "1__0": 10, "0x1F": 31, "0x_1F": 31,
+    "0b101": 5, "1_000": 1000, "1_0.5": 10.5, "._5": "._5", "12:30": "12:30", "web:1": "web:1",
+}
+
+
+def test_plain_numbers_are_read_as_kubectl_reads_them() -> None:
+    text = "".join(f"k{i}: {t}\n" for i, t in enumerate(KUBECTL_READS))
+    read = parse_documents(text, "n.yaml")[0]
+    for i, (t, want) in enumerate(KUBECTL_READS.items()):
+        got = read[f"k{i}"]
+        assert got == want and isinstance(got, str) == isinstance(want, str), t
+
+
+def test_plain_numbers_agree_with_the_real_kubectl(tmp_path: Path) -> None:
+    from tests.realapi.tools import require_tool
+
+    kubectl = require_tool("kubectl")
+    body = "".join(f"  k{i}: {t}\n" for i, t in enumerate(KUBECTL_READS))
+    path = tmp_path / "n.yaml"
+    path.write_text(f"apiVersion: v1\nkind: Widget\nmetadata:\n  name: num\nspec:\n{body}")
+    done = subprocess.run([kubectl, "label", "--local", "-f", str(path), "a=b", "-o", "json"], capture_output=True,
+                          text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    theirs = json.loads(done.stdout)["spec"]
+    ours = parse_documents(path.read_text(), "n.yaml")[0]["spec"]
+    assert theirs == ours and {k: type(v) is str for k, v in theirs.items()} == {
+        k: type(v) is str for k, v in ours.items()}
+
+
+def test_a_yaml_12_octal_mode_is_no_drift_and_a_change_of_it_is_written(tmp_path: Path) -> None:
+    text = DEPLOY.replace("defaultMode: 0755", "defaultMode: 0o644")
+    live = _live_deploy()
+    live["spec"]["template"]["spec"]["volumes"][0]["configMap"]["defaultMode"] = 420
+    bare, work, snap = _repo(tmp_path, {"web.yaml": text}, [live], "  Deployment: writeback\n")
+    assert _diff(work, snap) == {}
+    live["spec"]["template"]["spec"]["volumes"][0]["configMap"]["defaultMode"] = 384
+    applied = parse_documents(text, "web.yaml")[0]  # as kubectl sent it: 420
+    live["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": json.dumps(applied)}
+    live["metadata"]["managedFields"].append(_mf("kubectl-edit", "2026-08-20T09:00:00Z", {"f:spec": {"f:template": {
+        "f:spec": {"f:volumes": {'k:{"name":"conf"}': {"f:configMap": {"f:defaultMode": {}}}}}}}}))
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [live]}))
+    (path, (cls, action, _)), = _diff(work, snap).items()
+    assert (path, cls, action) == (("Deployment", "spec.template.spec.volumes[0].configMap.defaultMode"), "value",
+                                   "write")
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is not None, out
+    assert parse_documents(proposed, "web.yaml")[0]["spec"]["template"]["spec"]["volumes"][0]["configMap"] == {
+        "name": "web", "defaultMode": 384}
+
+
+@pytest.mark.parametrize("value", ["0o17", "+.5e3", "08", "1.0e3", "-.5", "0x_1F"])
+def test_a_string_kubectl_would_read_as_a_number_is_written_quoted(tmp_path: Path, value: str) -> None:
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: apps\ndata:\n  mode: fast\n"
+    live = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "namespace": "apps", "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": json.dumps(parse_documents(cm, "web.yaml")[0])},
+                "managedFields": [
+                    _mf("kubectl-client-side-apply", "2026-08-01T10:00:00Z", {"f:metadata": {"f:annotations": {
+                        "f:kubectl.kubernetes.io/last-applied-configuration": {}}}}),
+                    _mf("kubectl-edit", "2026-08-20T09:00:00Z", {"f:data": {"f:mode": {}}})]},
+            "data": {"mode": value}}
+    bare, work, snap = _repo(tmp_path, {"web.yaml": cm}, [live], "  ConfigMap: writeback\n")
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed is not None, out
+    assert parse_documents(proposed, "web.yaml")[0]["data"] == {"mode": value}
+    assert f"mode: {value}\n" not in proposed

@@ -5,8 +5,10 @@ equality and plain-data copy the editor verifies with; pure string and data work
 
 A plain scalar is only emitted when its text reads back as the same string under both
 YAML 1.2 (ruamel's default) and YAML 1.1 (what much Kubernetes tooling uses), so ``yes``,
-``on``, ``y``, ``0777``, ``1:20``, ``1e3`` and friends get quoted.  Strings are never
-folded: a one-line value stays on one line, however long.
+``on``, ``y``, ``0777``, ``1:20``, ``1e3`` and friends get quoted -- and so does what Go's
+decoder (kubectl) reads as a number although both YAML versions read a string: ``+.5e3``,
+``08`` (:mod:`syncer.goyaml`).  Strings are never folded: a one-line value stays on one line,
+however long.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Any
 
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
+
+from syncer import goyaml
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVERS = (VersionedResolver(version=(1, 2)), VersionedResolver(version=(1, 1)))
@@ -42,7 +46,7 @@ def _printable(ch: str) -> bool:
 
 
 def _resolves_to_str(text: str) -> bool:
-    if text in _YAML11_EXTRA:
+    if text in _YAML11_EXTRA or goyaml.number(text) is not None:  # Go reads 0o17, +.5e3, 08 as numbers
         return False
     return all(
         str(r.resolve(ScalarNode, text, (True, False))) == _STR_TAG for r in _RESOLVERS
