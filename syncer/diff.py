@@ -91,15 +91,15 @@ def quantity(value: Any) -> Decimal | None:
         return None
 
 
-def scalar_equal(a: Any, b: Any, path: Path = ()) -> bool:
-    """``a`` (git) and ``b`` (live) mean the same value at ``path``."""
+def scalar_equal(a: Any, b: Any, path: Path = (), kind: str = "") -> bool:
+    """``a`` (git) and ``b`` (live) mean the same value at ``path`` of a ``kind``."""
     if a == b and type(a) is type(b):
         return True
     if isinstance(a, bool) or isinstance(b, bool):
         return False
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
-    if kinds.is_quantity(path):
+    if kinds.is_quantity(path, kind):
         qa, qb = quantity(a), quantity(b)
         if qa is not None and qa == qb:
             return True
@@ -166,7 +166,7 @@ class _Walker:
                 self.walk_list(git, live, path, lpath)
         elif git is None:
             return  # `key:` with no value declares nothing
-        elif not scalar_equal(git, live, path):
+        elif not scalar_equal(git, live, path, self.kind):
             self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
 
     def walk_list(self, git: list[Any], live: list[Any], path: Path, lpath: Path | None) -> None:

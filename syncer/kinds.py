@@ -11,7 +11,7 @@ diff, engine, report, config and manifests read these rules; nothing else holds 
 * ``list_rule``          how a list compares: by merge key (strategic-merge ``patchMergeKey`` /
                          ``x-kubernetes-list-map-keys`` of the built-in API types), as a set,
                          or whole (atomic, the default for every list the table does not name).
-* ``QUANTITY_MAPS`` /    fields whose values are ``resource.Quantity`` or ``IntOrString``:
+* ``QUANTITIES`` /      fields whose values are ``resource.Quantity`` or ``IntOrString``:
   ``INT_OR_STRING``      compared by value, not by spelling.
 """
 
@@ -135,17 +135,61 @@ def list_rule(kind: str, path: Path) -> ListRule | None:
     return None
 
 
-#: Maps whose values are resource quantities (``cpu: 500m``), and single quantity fields.
-QUANTITY_MAPS = frozenset({"requests", "limits", "capacity", "hard", "overhead", "allocatable"})
-QUANTITY_FIELDS = frozenset({"sizeLimit", "storage"})
+_HPA_SOURCES = ("resource", "containerResource", "object", "pods", "external")
+#: Where the API types hold a ``resource.Quantity``, compared by amount (``1000m`` == ``1``,
+#: ``1Gi`` == ``1024Mi``: the server stores the canonical spelling): path suffixes, ``*`` for any
+#: list index, ``?`` for any key of a map of quantities (``requests: {cpu: 500m}``). By kind;
+#: ``""`` holds those of every kind (pod templates sit in many kinds, custom resources embed
+#: ``ResourceRequirements``). Anything else -- a ConfigMap value ``1000m`` -- compares as spelled.
+QUANTITIES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "": (
+        ("resources", "requests", "?"), ("resources", "limits", "?"),  # containers, PVCs, pod-level
+        ("spec", "overhead", "?"),  # a Pod's RuntimeClass overhead
+        ("emptyDir", "sizeLimit"),
+        ("resourceFieldRef", "divisor"),  # downward API
+    ),
+    "ResourceQuota": (("spec", "hard", "?"), ("status", "hard", "?"), ("status", "used", "?")),
+    "LimitRange": tuple(("spec", "limits", "*", m, "?")
+                        for m in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")),
+    "PersistentVolume": (("spec", "capacity", "?"),),
+    "PersistentVolumeClaim": (("status", "capacity", "?"), ("status", "allocatedResources", "?")),
+    "Node": (("status", "capacity", "?"), ("status", "allocatable", "?")),
+    "RuntimeClass": (("overhead", "podFixed", "?"),),
+    "CSIStorageCapacity": (("capacity",), ("maximumVolumeSize",)),
+    "HorizontalPodAutoscaler": (
+        # autoscaling/v2 and v2beta2: a MetricTarget under every metric source
+        *(("metrics", "*", source, "target", v) for source in _HPA_SOURCES for v in ("value", "averageValue")),
+        # autoscaling/v2beta1
+        ("metrics", "*", "resource", "targetAverageValue"), ("metrics", "*", "containerResource", "targetAverageValue"),
+        ("metrics", "*", "pods", "targetAverageValue"), ("metrics", "*", "object", "targetValue"),
+        ("metrics", "*", "object", "averageValue"), ("metrics", "*", "external", "targetValue"),
+        ("metrics", "*", "external", "targetAverageValue"),
+    ),
+}
 #: IntOrString fields: ``80`` and ``"80"`` are the same value.
 INT_OR_STRING = frozenset({"targetPort", "port", "maxSurge", "maxUnavailable", "minAvailable"})
 
 
-def is_quantity(path: Path) -> bool:
+def _ends_with(path: Path, suffix: tuple[str, ...]) -> bool:
+    if len(path) < len(suffix):
+        return False
+    for part, want in zip(path[len(path) - len(suffix):], suffix):
+        if want == "*":
+            if not isinstance(part, int):
+                return False
+        elif want == "?":
+            if not isinstance(part, str):
+                return False
+        elif part != want:
+            return False
+    return True
+
+
+def is_quantity(path: Path, kind: str = "") -> bool:
+    """Does the API hold a ``resource.Quantity`` at ``path`` of a ``kind``?"""
     if not path or not isinstance(path[-1], str):
         return False
-    return path[-1] in QUANTITY_FIELDS or (len(path) > 1 and path[-2] in QUANTITY_MAPS)
+    return any(_ends_with(path, suffix) for suffix in (*QUANTITIES[""], *QUANTITIES.get(kind, ())))
 
 
 def is_int_or_string(path: Path) -> bool:

@@ -152,6 +152,155 @@ def test_quantities_compare_canonically(a: Any, b: Any, same: bool) -> None:
     assert quantity("bogus") is None
 
 
+LIMITS = """\
+apiVersion: v1
+kind: LimitRange
+metadata: {name: limits}
+spec:
+  limits:
+    - type: Container
+      default: {cpu: 1000m, memory: 1024Mi}
+      defaultRequest: {cpu: 500m, ephemeral-storage: 2048Mi}
+      max: {cpu: "2.0", memory: 2048Mi}
+      min: {cpu: 0.1}
+      maxLimitRequestRatio: {cpu: "2.0"}
+"""
+#: The LimitRange above as kube-apiserver stores it (tests/realapi shows the real one).
+LIMITS_STORED = {"spec": {"limits": [{"type": "Container", "default": {"cpu": "1", "memory": "1Gi"},
+                                      "defaultRequest": {"cpu": "500m", "ephemeral-storage": "2Gi"},
+                                      "max": {"cpu": "2", "memory": "2Gi"}, "min": {"cpu": "100m"},
+                                      "maxLimitRequestRatio": {"cpu": "2"}}]}}
+HPA = """\
+apiVersion: autoscaling/v2beta2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  maxReplicas: 3
+  metrics:
+    - {type: Resource, resource: {name: cpu, target: {type: AverageValue, averageValue: 1000m}}}
+    - {type: Pods, pods: {metric: {name: qps}, target: {type: AverageValue, averageValue: 1500m}}}
+    - {type: Object, object: {metric: {name: hits}, target: {type: Value, value: 2048Mi}}}
+    - {type: External, external: {metric: {name: queue}, target: {type: Value, value: "10.0"}}}
+    - {type: ContainerResource, containerResource: {name: cpu, container: app,
+                                                    target: {type: AverageValue, averageValue: 0.5}}}
+"""
+HPA_STORED = {"spec": {"maxReplicas": 3, "metrics": [
+    {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "AverageValue", "averageValue": "1"}}},
+    {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1500m"}}},
+    {"type": "Object", "object": {"metric": {"name": "hits"}, "target": {"type": "Value", "value": "2Gi"}}},
+    {"type": "External", "external": {"metric": {"name": "queue"}, "target": {"type": "Value", "value": "10"}}},
+    {"type": "ContainerResource", "containerResource": {"name": "cpu", "container": "app", "target": {
+        "type": "AverageValue", "averageValue": "500m"}}}]}}
+HPA_V2BETA1 = """\
+apiVersion: autoscaling/v2beta1
+kind: HorizontalPodAutoscaler
+metadata: {name: old}
+spec:
+  maxReplicas: 3
+  metrics:
+    - {type: Resource, resource: {name: memory, targetAverageValue: 1024Mi}}
+    - {type: Pods, pods: {metricName: qps, targetAverageValue: 1500m}}
+    - {type: Object, object: {metricName: hits, targetValue: 2000m, averageValue: 1000m}}
+    - {type: External, external: {metricName: queue, targetValue: "10.0", targetAverageValue: 0.5}}
+"""
+HPA_V2BETA1_STORED = {"spec": {"maxReplicas": 3, "metrics": [
+    {"type": "Resource", "resource": {"name": "memory", "targetAverageValue": "1Gi"}},
+    {"type": "Pods", "pods": {"metricName": "qps", "targetAverageValue": "1500m"}},
+    {"type": "Object", "object": {"metricName": "hits", "targetValue": "2", "averageValue": "1"}},
+    {"type": "External", "external": {"metricName": "queue", "targetValue": "10", "targetAverageValue": "500m"}}]}}
+QUOTA_AND_VOLUMES = """\
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: q}
+spec:
+  hard: {requests.cpu: 4000m, requests.storage: 10240Mi, limits.ephemeral-storage: 1024Gi}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv}
+spec:
+  capacity: {storage: 1024Mi}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  resources: {requests: {storage: 1024Mi}, limits: {storage: 2048Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  overhead: {cpu: 250m}
+  resources: {limits: {cpu: 2000m}}
+  containers:
+    - name: app
+      env:
+        - name: CPU
+          valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1000m}}
+  volumes:
+    - {name: scratch, emptyDir: {sizeLimit: 1024Mi}}
+    - name: claim
+      ephemeral:
+        volumeClaimTemplate:
+          spec: {resources: {requests: {storage: 512Mi}}}
+"""
+QUOTA_AND_VOLUMES_STORED = [
+    {"spec": {"hard": {"requests.cpu": "4", "requests.storage": "10Gi", "limits.ephemeral-storage": "1Ti"}}},
+    {"spec": {"capacity": {"storage": "1Gi"}}},
+    {"spec": {"resources": {"requests": {"storage": "1Gi"}, "limits": {"storage": "2Gi"}}}},
+    {"spec": {"overhead": {"cpu": "250m"}, "resources": {"limits": {"cpu": "2"}},
+              "containers": [{"name": "app", "env": [{"name": "CPU", "valueFrom": {"resourceFieldRef": {
+                  "resource": "limits.cpu", "divisor": "1"}}}]}],
+              "volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+                          {"name": "claim", "ephemeral": {"volumeClaimTemplate": {"spec": {"resources": {
+                              "requests": {"storage": "512Mi"}}}}}}]}},
+]
+
+
+@pytest.mark.parametrize(("text", "stored"), [
+    (LIMITS, [LIMITS_STORED]), (HPA, [HPA_STORED]), (HPA_V2BETA1, [HPA_V2BETA1_STORED]),
+    (QUOTA_AND_VOLUMES, QUOTA_AND_VOLUMES_STORED),
+], ids=["LimitRange", "HPA-v2beta2", "HPA-v2beta1", "quota-volumes-pod"])
+def test_every_quantity_the_api_holds_compares_by_amount(text: str, stored: list[dict[str, Any]]) -> None:
+    for git_obj, live in zip(parse_documents(text, "q.yaml"), stored, strict=True):
+        assert compare(git_obj["kind"], {"spec": git_obj["spec"]}, live) == [], git_obj["kind"]
+
+
+def test_quantity_spelling_counts_where_the_api_holds_no_quantity() -> None:
+    """A ConfigMap value, a custom resource's field, an annotation: compared as spelled."""
+    cm = {"data": {"cpu": "1000m", "storage": "1024Mi", "limits": "1Gi"}}
+    live = {"data": {"cpu": "1", "storage": "1Gi", "limits": "1024Mi"}}
+    assert [d.path for d in compare("ConfigMap", cm, live)] == [("data", "cpu"), ("data", "storage"),
+                                                                ("data", "limits")]
+    widget = {"spec": {"storage": "1024Mi", "hard": {"cpu": "1000m"}, "max": {"cpu": "2.0"}, "target": {"value": "1000m"}}}
+    stored = {"spec": {"storage": "1Gi", "hard": {"cpu": "1"}, "max": {"cpu": "2"}, "target": {"value": "1"}}}
+    assert len(compare("Widget", widget, stored)) == 4
+    # LimitRange's and HPA's fields by those names, in another kind, are not quantities either.
+    assert len(compare("Deployment", {"spec": {"limits": [{"max": {"cpu": "2.0"}}]}},
+                       {"spec": {"limits": [{"max": {"cpu": "2"}}]}})) == 1
+    assert len(compare("ConfigMap", {"metadata": {"annotations": {"requests": "1000m"}}},
+                       {"metadata": {"annotations": {"requests": "1"}}})) == 1
+    # ...while a custom resource embedding ResourceRequirements compares them by amount.
+    assert compare("Widget", {"spec": {"resources": {"limits": {"cpu": "1000m"}}}},
+                   {"spec": {"resources": {"limits": {"cpu": "1"}}}}) == []
+
+
+def test_a_limit_range_respelled_by_the_server_commits_nothing(tmp_path: Path) -> None:
+    git_obj = parse_documents(LIMITS, "q.yaml")[0]
+    live = {**git_obj, **LIMITS_STORED, "metadata": {
+        "name": "limits", "namespace": "apps", "annotations": {
+            "kubectl.kubernetes.io/last-applied-configuration": json.dumps({**git_obj, "metadata": {
+                "name": "limits", "namespace": "apps"}})},
+        "managedFields": [{**_mf("kubectl-client-side-apply", "2026-08-01T10:00:00Z", {"f:spec": {"f:limits": {}}}),
+                           "apiVersion": "v1"}]}}
+    bare, work, snap = _repo(tmp_path, {"web.yaml": LIMITS}, [live], "  LimitRange: writeback\n")
+    assert _diff(work, snap) == {}
+    main(["sync", "t", "--repo", str(work), "--live-file", str(snap), "--mode", "commit", "--remote", str(bare),
+          "--clone-dir", str(tmp_path / "clone")], now=NOW, stdout=io.StringIO())
+    assert git(bare, "rev-list", "--count", "main") == "1"
+
+
 def test_int_or_string_and_zero_values() -> None:
     git_obj = {"spec": {"ports": [{"port": 80, "targetPort": "8080", "nodePort": 0}], "publishNotReadyAddresses": False,
                         "externalIPs": [], "selector": {}, "sessionAffinity": ""}}

@@ -155,3 +155,123 @@ def test_an_env_var_set_live_with_kubectl_is_proposed_whole(applied: tuple[Path,
     before[0]["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "LEVEL", "value": "3"})
     assert parse_documents(proposed, "web.yaml") == before
     assert "image: nginx:1.27  # pinned" in proposed and "defaultMode: 0755" in proposed
+
+
+QUANTITIES = """\
+apiVersion: v1
+kind: LimitRange
+metadata:
+  name: limits
+spec:
+  limits:
+    - type: Container
+      default:
+        cpu: 1000m
+        memory: 1024Mi
+      defaultRequest:
+        cpu: 500m
+        ephemeral-storage: 2048Mi
+      max:
+        cpu: "2.0"
+        memory: 2048Mi
+      min:
+        cpu: 0.1
+      maxLimitRequestRatio:
+        cpu: "2.0"
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: quota
+spec:
+  hard:
+    requests.cpu: 4000m
+    requests.storage: 10240Mi
+---
+apiVersion: autoscaling/v2beta2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: 3
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target: {type: AverageValue, averageValue: 1000m}
+    - type: Pods
+      pods:
+        metric: {name: qps}
+        target: {type: AverageValue, averageValue: 1500m}
+    - type: Object
+      object:
+        metric: {name: hits}
+        describedObject: {apiVersion: v1, kind: Service, name: web}
+        target: {type: Value, value: 2048Mi}
+    - type: External
+      external:
+        metric: {name: queue}
+        target: {type: Value, value: "10.0"}
+---
+apiVersion: autoscaling/v2beta1
+kind: HorizontalPodAutoscaler
+metadata:
+  name: old
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 3
+  metrics:
+    - type: Resource
+      resource: {name: memory, targetAverageValue: 1024Mi}
+    - type: Pods
+      pods: {metricName: qps, targetAverageValue: 1500m}
+    - type: Object
+      object:
+        metricName: hits
+        target: {apiVersion: v1, kind: Service, name: web}
+        targetValue: 2000m
+    - type: External
+      external: {metricName: queue, targetAverageValue: "10.0"}
+"""
+
+
+def test_quantities_the_server_respells_are_no_drift_and_commit_writes_nothing(
+        real_cluster: RealCluster, namespace: str, tmp_path: Path) -> None:
+    """A plain ``kubectl apply`` of a LimitRange, a ResourceQuota and HPAs (v2beta2 targets, v2beta1
+    target values): the server stores ``1``, ``1Gi``, ``2`` for ``1000m``, ``1024Mi``, ``"2.0"``."""
+    require_tool("kubectl")
+    work, bare = tmp_path / "work", tmp_path / "origin.git"
+    host = work / "hosts" / "t"
+    host.mkdir(parents=True)
+    (host / "syncer.conf").write_text(f"installation: t\nnamespace: {namespace}\ntrack:\n  LimitRange: writeback\n"
+                                      "  ResourceQuota: writeback\n  HorizontalPodAutoscaler: writeback\n")
+    (host / "q.yaml").write_text(QUANTITIES)
+    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", ".")
+    _git(work, "commit", "-qm", "quantities")
+    _git(work, "remote", "add", "origin", str(bare))
+    _git(work, "push", "-q", "origin", "main")
+    admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
+    _kubectl(admin, "apply", "-n", namespace, "-f", str(host / "q.yaml"))
+    stored = json.loads(_kubectl(admin, "get", "-n", namespace, "limitrange", "limits", "-o", "json"))
+    limit = stored["spec"]["limits"][0]
+    assert (limit["default"], limit["max"], limit["maxLimitRequestRatio"]) == (
+        {"cpu": "1", "memory": "1Gi"}, {"cpu": "2", "memory": "2Gi"}, {"cpu": "2"})
+    hpa = json.loads(_kubectl(admin, "get", "-n", namespace, "horizontalpodautoscalers.v2beta2.autoscaling", "web",
+                              "-o", "json"))
+    assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageValue"] == "1"
+    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin))
+    assert code == 0, out
+    code, out = _syncer("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "commit",
+                        "--remote", str(bare), "--clone-dir", str(tmp_path / "clone"))
+    assert code == 0, out
+    assert _git(bare, "rev-list", "--count", "main") == "1"  # nothing committed
+    # A real change of a quantity is still one: the cluster's 3 CPUs against git's "2.0".
+    _kubectl(admin, "patch", "-n", namespace, "limitrange", "limits", "--type", "json", "-p",
+             '[{"op": "replace", "path": "/spec/limits/0/max/cpu", "value": "3"}]')
+    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    assert [(d["path"], d["git"], d["live"]) for d in json.loads(out)["drifts"]] == [
+        ("spec.limits[0].max.cpu", "2.0", "3")]
