@@ -1,7 +1,9 @@
 """Compare as Kubernetes does, on objects the real tools make: ``kubectl apply`` of manifests a
 person writes (``1000m``, ``1Gi``, ``defaultMode: 0755``, ``readOnly: false``, ``stringData``, a
-namespace on a ClusterRole) to the real kube-apiserver is no drift; ``kubectl set env`` adds an
-env var live, which syncer reports as ``added`` by ``kubectl-set`` and proposes whole.
+namespace on a ClusterRole, a LimitRange's and an HPA's quantities) to the real kube-apiserver is
+no drift; ``kubectl set env`` adds an env var live, which syncer reports as ``added`` by
+``kubectl-set`` and proposes whole; the tolerations admission adds on ``kubectl apply`` of a Pod
+are reported, never written.
 
 Without kubectl on PATH these tests skip with the reason (CI installs it and runs them).
 """
@@ -275,3 +277,52 @@ def test_quantities_the_server_respells_are_no_drift_and_commit_writes_nothing(
     code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
     assert [(d["path"], d["git"], d["live"]) for d in json.loads(out)["drifts"]] == [
         ("spec.limits[0].max.cpu", "2.0", "3")]
+
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  automountServiceAccountToken: false
+  containers:
+    - name: app
+      image: nginx:1.27
+  tolerations:
+    - key: dedicated
+      operator: Exists
+"""
+
+
+def test_default_tolerations_admission_adds_on_kubectl_apply_are_never_written(
+        real_cluster: RealCluster, namespace: str, tmp_path: Path) -> None:
+    """``kubectl apply`` of a Pod: the DefaultTolerationSeconds admission plugin adds the
+    not-ready/unreachable tolerations, which the server records under the request's manager
+    (``kubectl-client-side-apply``). They are reported, never committed."""
+    require_tool("kubectl")
+    work, bare = tmp_path / "work", tmp_path / "origin.git"
+    host = work / "hosts" / "t"
+    host.mkdir(parents=True)
+    (host / "syncer.conf").write_text(f"installation: t\nnamespace: {namespace}\ntrack:\n  Pod: writeback\n")
+    (host / "p.yaml").write_text(POD)
+    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", ".")
+    _git(work, "commit", "-qm", "pod")
+    _git(work, "remote", "add", "origin", str(bare))
+    _git(work, "push", "-q", "origin", "main")
+    admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
+    _kubectl(admin, "create", "-n", namespace, "serviceaccount", "default")  # no controller-manager makes it
+    _kubectl(admin, "apply", "-n", namespace, "-f", str(host / "p.yaml"))
+    stored = json.loads(_kubectl(admin, "get", "-n", namespace, "pod", "p", "-o", "json"))
+    assert [t["key"] for t in stored["spec"]["tolerations"]] == [
+        "dedicated", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
+    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    drifts = json.loads(out)["drifts"]
+    assert sorted((d["path"], d["class"], d["manager"], d["action"]) for d in drifts) == [
+        ("spec.tolerations[1]", "added", "kubectl-client-side-apply", "report"),
+        ("spec.tolerations[2]", "added", "kubectl-client-side-apply", "report")], out
+    code, out = _syncer("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "commit",
+                        "--remote", str(bare), "--clone-dir", str(tmp_path / "clone"))
+    assert _git(bare, "rev-list", "--count", "main") == "1", out  # nothing committed
