@@ -586,6 +586,74 @@ def test_status_listener_closes_idle_connections_and_bounds_its_workers() -> Non
         status.stop()
 
 
+def test_status_listener_gives_each_request_a_total_deadline_from_accept() -> None:
+    """Was: the 5 s timeout was per read, so 16 connections each trickling one header byte
+    every few seconds held every worker: /healthz answered `503 busy` for as long as they
+    kept trickling (51 s measured; the chart's liveness probe restarts the pod)."""
+    import socket
+    import threading
+
+    import httpx
+
+    from syncer.sidecar import server as srv
+    from syncer.sidecar.metrics import Metrics
+
+    class Cache:
+        api_ok_at, api_error = time.time(), None
+
+    health = srv.Health(Cache(), tick=3600.0, resync=60.0)  # type: ignore[arg-type]
+    status = srv.StatusServer("127.0.0.1", 0, health, Metrics("asgard")).start()
+    slow = [socket.create_connection(("127.0.0.1", status.port)) for _ in range(srv.MAX_WORKERS)]
+    accepted = time.monotonic()
+    closed_at: dict[int, float] = {}
+    stop = threading.Event()
+
+    def trickle() -> None:  # one header byte per second each: well inside any per-read timeout
+        payload = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200
+        for i in range(len(payload)):
+            for n, sock in enumerate(slow):
+                if n in closed_at:
+                    continue
+                try:
+                    sock.sendall(payload[i:i + 1])
+                except OSError:
+                    closed_at[n] = time.monotonic()
+            if stop.wait(1.0) or len(closed_at) == len(slow):
+                return
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        time.sleep(0.5)  # every worker now holds a trickler
+        while True:
+            try:
+                code = httpx.get(f"http://127.0.0.1:{status.port}/healthz", timeout=2).status_code
+            except httpx.HTTPError:
+                code = 0
+            if code == 200:
+                break
+            assert code in (0, 503), code
+            assert time.monotonic() - accepted < srv.REQUEST_DEADLINE + 6, "slow senders still hold every worker"
+            time.sleep(0.2)
+        for n, sock in enumerate(slow):  # each trickler was cut off, none was answered
+            sock.settimeout(srv.REQUEST_DEADLINE + 6)
+            data = b""
+            try:
+                while chunk := sock.recv(4096):
+                    data += chunk
+            except ConnectionResetError:
+                pass
+            closed_at.setdefault(n, time.monotonic())
+            assert b"200 OK" not in data
+        assert max(closed_at.values()) - accepted < srv.REQUEST_DEADLINE + 6
+    finally:
+        stop.set()
+        sender.join(5)
+        for sock in slow:
+            sock.close()
+        status.stop()
+
+
 # -- 6. config and manifests only from inside the repository ----------------------------
 
 SA_TOKEN = "eyJhbGciOiJSUzI1NiIsImtpZCI6IngifQ.eyJpc3MiOiJrdWJlcm5ldGVzL3NlcnZpY2VhY2NvdW50In0.c2lnbmF0dXJl"

@@ -15,6 +15,7 @@ watchers (through the ``LiveCache``) and git passes report into it.
 
 from __future__ import annotations
 
+import io
 import socket
 import threading
 import time
@@ -105,18 +106,65 @@ class Health:
         return None
 
 
-#: A connection that sends nothing for this long (before or between requests) is closed: a
-#: probe sends its request at once; idle or trickling clients must not hold workers.
-IDLE_TIMEOUT = 5.0
+#: A request (its request line and headers) must have arrived this long after the connection
+#: was accepted -- or, on a kept-alive connection, after the previous answer -- or the
+#: connection is closed. A total, not a per-read, deadline: a probe sends its request at once,
+#: while a client trickling a byte every few seconds would pass any per-read timeout for ever.
+REQUEST_DEADLINE = 5.0
+#: Kept for callers of the earlier name: the same bound.
+IDLE_TIMEOUT = REQUEST_DEADLINE
 #: Connections served at once; more are answered 503 and closed at once, so a flood of idle
 #: connections can neither exhaust file descriptors nor starve the kubelet's probes for long.
 MAX_WORKERS = 16
 
 
+class _DeadlineReader(io.RawIOBase):
+    """The socket's reading side, refusing to wait past ``deadline`` (``time.monotonic``).
+
+    Each read gets only the time left, and a read once the deadline has passed fails at once
+    with ``TimeoutError``; ``http.server`` then discards the connection.
+    """
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self.sock = sock
+        self.deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request not received within its deadline")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: "StatusServer"
     protocol_version = "HTTP/1.1"
-    timeout = IDLE_TIMEOUT  # socket timeout of every read: see StreamRequestHandler.setup
+    timeout = REQUEST_DEADLINE  # socket timeout of writes; reads are bounded by _DeadlineReader
+
+    def __init__(self, request: Any, client_address: Any, server: "StatusServer", accepted: float) -> None:
+        self._accepted = accepted
+        super().__init__(request, client_address, server)
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile.close()
+        self._reader = _DeadlineReader(self.connection, self._accepted + self.server.request_deadline)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        super().handle_one_request()
+        # the next request on this connection gets its own deadline, from this answer on
+        self._reader.deadline = time.monotonic() + self.server.request_deadline
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        self.connection.settimeout(self.timeout)  # the answer's writes: a fresh bound of their own
+        return ok
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - probes every few seconds
         pass
@@ -148,16 +196,19 @@ class StatusServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, host: str, port: int, health: Health, metrics: Metrics,
-                 max_workers: int = MAX_WORKERS) -> None:
+                 max_workers: int = MAX_WORKERS, request_deadline: float = REQUEST_DEADLINE) -> None:
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__((host, port), _Handler)
         self.health, self.metrics = health, metrics
+        self.request_deadline = request_deadline
         self._thread: threading.Thread | None = None
         self._slots = threading.BoundedSemaphore(max_workers)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        """A worker thread per connection, at most ``max_workers`` at once."""
+        """A worker thread per connection, at most ``max_workers`` at once; the connection's
+        request deadline counts from here, right after ``accept``."""
+        accepted = time.monotonic()
         if not self._slots.acquire(blocking=False):
             try:
                 request.settimeout(0.5)
@@ -167,16 +218,22 @@ class StatusServer(ThreadingHTTPServer):
                 pass
             self.shutdown_request(request)
             return
+        worker = threading.Thread(target=self._serve, args=(request, client_address, accepted),
+                                  name="http-conn", daemon=True)
         try:
-            super().process_request(request, client_address)
+            worker.start()
         except BaseException:
             self._slots.release()
+            self.shutdown_request(request)
             raise
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def _serve(self, request: Any, client_address: Any, accepted: float) -> None:
         try:
-            super().process_request_thread(request, client_address)
+            _Handler(request, client_address, self, accepted)
+        except Exception:
+            self.handle_error(request, client_address)
         finally:
+            self.shutdown_request(request)
             self._slots.release()
 
     @property
