@@ -146,8 +146,9 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     timeout = REQUEST_DEADLINE  # socket timeout of writes; reads are bounded by _DeadlineReader
 
-    def __init__(self, request: Any, client_address: Any, server: "StatusServer", accepted: float) -> None:
-        self._accepted = accepted
+    def __init__(self, request: Any, client_address: Any, server: "StatusServer",
+                 accepted: float | None = None) -> None:
+        self._accepted = time.monotonic() if accepted is None else accepted
         super().__init__(request, client_address, server)
 
     def setup(self) -> None:
