@@ -17,9 +17,11 @@ deprecation warning, because it breaks ``kubectl apply -f hosts/<installation>/`
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,9 @@ class Candidates:
     config_map: str
     key: str
     namespace: str
+    #: The entry named its namespace. Without one it binds the Service where the manifests
+    #: declare its Endpoints/EndpointSlices (see ``Config.bound_to``), else the config's.
+    explicit: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,30 @@ class Config:
             if rule.matches(kind, namespace, name):
                 out.extend(rule.pointers)
         return tuple(out)
+
+    def bound_to(self, declared: Iterable[tuple[str, str]]) -> "Config":
+        """This config with its bindings placed where the manifests put the objects they bind.
+
+        ``declared``: the (namespace, Service) of every Endpoints and EndpointSlice git declares.
+        A binding that names no namespace binds that Service's objects in the namespace where
+        git declares them, and reads its ConfigMap in that same namespace -- so ``-n``, a default
+        for manifests that name none (as kubectl's), cannot unbind Endpoints that manifests place
+        in their own namespace. Declared in the config's namespace, or nowhere: it stays there.
+        The same config comes back when nothing moves.
+        """
+        spaces: dict[str, set[str]] = {}
+        for namespace, service in declared:
+            spaces.setdefault(service, set()).add(namespace)
+        out: list[Candidates] = []
+        moved = False
+        for c in self.candidates:
+            where = spaces.get(c.endpoints, set())
+            if c.explicit or not where or c.namespace in where:
+                out.append(c)
+                continue
+            moved = True
+            out.extend(dataclasses.replace(c, namespace=ns, explicit=True) for ns in sorted(where))
+        return dataclasses.replace(self, candidates=tuple(out)) if moved else self
 
     def candidates_for(self, namespace: str, endpoints: str) -> Candidates | None:
         return self._candidates_index.get((namespace, endpoints))
@@ -175,7 +204,8 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
                 raise ConfigError(f"{where}: missing {k!r}")
             _expect(item[k], str, f"{where}.{k}", "a string")
         candidates.append(
-            Candidates(item["endpoints"], item["configMap"], item["key"], str(item.get("namespace", namespace)))
+            Candidates(item["endpoints"], item["configMap"], item["key"], str(item.get("namespace", namespace)),
+                       explicit="namespace" in item)
         )
 
     ignore: list[IgnoreRule] = []

@@ -80,6 +80,16 @@ def service_of(kind: str, obj: Mapping[str, Any] | None) -> str | None:
     return None
 
 
+def declared_services(objects: Mapping[ObjectRef, Any]) -> set[tuple[str, str]]:
+    """(namespace, Service) of every Endpoints and EndpointSlice among git's ``objects``
+    (ObjectRef -> GitObject): where candidate bindings without a namespace bind."""
+    out: set[tuple[str, str]] = set()
+    for ref, obj in objects.items():
+        if ref.kind in (ENDPOINTS, SLICE) and (service := service_of(ref.kind, obj.data)) is not None:
+            out.add((ref.namespace, service))
+    return out
+
+
 def is_mirrored(obj: Mapping[str, Any] | None) -> bool:
     """A slice the control plane mirrors from an Endpoints object."""
     return _labels(obj).get(MANAGED_BY_LABEL) == MIRROR_CONTROLLER

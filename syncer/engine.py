@@ -499,6 +499,7 @@ def detect(
     An API server that cannot be reached at all is raised (nothing could be compared);
     a 403 or a bad object only costs that object.
     """
+    config = config.bound_to(endpoints.declared_services(manifests.objects))  # see Config.bound_to
     drifts: list[Drift] = []
     errors: list[FileError] = list(manifests.errors)
     checked: list[ObjectRef] = []

@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from syncer import endpoints
 from syncer.config import Config, load_config
 from syncer.engine import BaseStore, detect
 from syncer.errors import GitError, SyncerError
@@ -59,7 +60,9 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation)
-    return Loaded(config, load_manifests(repo, installation, config.namespace))
+    manifests = load_manifests(repo, installation, config.namespace)
+    # bindings without a namespace go where git declares what they bind (not where -n points)
+    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects)), manifests)
 
 
 def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
