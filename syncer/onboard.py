@@ -13,7 +13,8 @@ What is inferred:
 * ``candidates``: an Endpoints (or the EndpointSlices of its Service) is bound to a ConfigMap
   value when its addresses -- git's and the cluster's -- appear in exactly one ConfigMap value
   that is an address list (git's or the cluster's). Zero or several such values: no binding,
-  and the reason says which.
+  and the reason says which. A Service git declares neither an Endpoints nor a slice of is
+  not bound (syncer reads only what git declares): the reason names its live slices to declare.
 """
 
 from __future__ import annotations
@@ -143,6 +144,11 @@ def infer(installation: str, git: Mapping[ObjectRef, Mapping[str, Any]], live: M
 
     # What each Service's endpoints hold: (namespace, name) -> addresses, git's and live's together.
     held: dict[tuple[str, str], list[str]] = {}
+    # Which Services git declares an Endpoints or a slice of (syncer reads only those), and the
+    # live slices git does not declare: (namespace, Service) -> slice names.
+    declared: set[tuple[str, str]] = set()
+    in_git = {(ref.namespace, ref.name) for ref in git if ref.kind == "EndpointSlice"}
+    live_only: dict[tuple[str, str], list[str]] = {}
     for source in (git, live):
         for ref, obj in source.items():
             if ref.kind == "Endpoints":
@@ -151,8 +157,12 @@ def infer(installation: str, git: Mapping[ObjectRef, Mapping[str, Any]], live: M
                 name = str(((obj.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) or "")
                 if not name:
                     continue
+                if source is live and (ref.namespace, ref.name) not in in_git:
+                    live_only.setdefault((ref.namespace, name), []).append(ref.name)
             else:
                 continue
+            if source is git:
+                declared.add((ref.namespace, name))
             have = held.setdefault((ref.namespace, name), [])
             have += [a for a in endpoint_addresses(obj) if a not in have]
 
@@ -170,6 +180,14 @@ def infer(installation: str, git: Mapping[ObjectRef, Mapping[str, Any]], live: M
             where = ", ".join(f"{cm}/{key}" for (_, cm, key), _ in matches)
             out.reasons.append(f"endpoints {name}: no binding -- {shown} {_are(addresses)} in several address lists ({where}); "
                                "add the right one by hand")
+        elif (ns, name) not in declared:
+            # syncer reads only the slices git declares: a binding now would watch nothing
+            (_, cm, key), found = matches[0]
+            unread = sorted(live_only.get((ns, name), []))
+            out.reasons.append(f"endpoints {name}: no binding -- its {_slices(unread)} {_are(unread)} live only and "
+                               f"syncer reads only what git declares: declare {_them(unread)} in git (hosts/"
+                               f"{installation}/), then run init again to bind it to {cm}/{key} "
+                               f"({' '.join(found)} {_are(found)} in that list)")
         else:
             (_, cm, key), found = matches[0]
             out.candidates.append(Binding(name, cm, key, ns))
@@ -179,11 +197,23 @@ def infer(installation: str, git: Mapping[ObjectRef, Mapping[str, Any]], live: M
                 note += f" (namespace {ns})"
             out.reasons.append(f"candidates {name} -> {cm}/{key}: {' '.join(found)} {_are(found)} in that address list "
                                f"and in no other{note}")
+            unread = sorted(live_only.get((ns, name), []))
+            if unread:  # bound by what git declares; these are not read
+                out.reasons.append(f"  {name}: its {_slices(unread)} {_are(unread)} live only: syncer does not read "
+                                   f"{_them(unread)} until git declares {_them(unread)}")
     return out
 
 
 def _are(items: list[str]) -> str:
     return "is" if len(items) == 1 else "are"
+
+
+def _slices(names: list[str]) -> str:
+    return ("EndpointSlice " if len(names) == 1 else "EndpointSlices ") + ", ".join(names)
+
+
+def _them(items: list[str]) -> str:
+    return "it" if len(items) == 1 else "them"
 
 
 def _scalar(text: str) -> str:

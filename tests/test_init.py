@@ -110,6 +110,7 @@ def test_endpoint_slices_bind_and_are_tracked_stable() -> None:
     sl = ObjectRef("discovery.k8s.io/v1", "EndpointSlice", ns, "gpu-abcde")
     live = {**git_objs, sl: {"kind": "EndpointSlice", "metadata": {"labels": {"kubernetes.io/service-name": "gpu"}},
                              "endpoints": [{"addresses": ["10.0.0.6"]}]}}
+    git_objs[sl] = live[sl]  # declared in git: syncer reads only such slices (a live-only one: see below)
     inf = infer("x", git_objs, live)
     assert inf.track["EndpointSlice"] == "stable" and inf.track["ConfigMap"] == "writeback"
     assert [(b.endpoints, b.config_map, b.key) for b in inf.candidates] == [("gpu", "router", "GPU_HOSTS")]
@@ -146,3 +147,35 @@ def test_every_bundled_installation_gets_its_hand_written_bindings_back(installa
     assert sorted(made.candidates, key=str) == sorted(shipped.candidates, key=str), out
     writers = {k for k, v in shipped.track.items() if v.value in ("writeback", "stable")}
     assert {k for k, v in made.track.items() if v.value in ("writeback", "stable")} == writers
+
+
+def test_a_service_whose_slices_git_does_not_declare_is_not_bound_silently(tmp_path: Path) -> None:
+    """Was: ``candidates mac-ollama -> slice-endpoint-manager/MAC_ADDRS`` from live-only slices,
+    although syncer reads only the slices git declares: the binding watched nothing."""
+    repo = tmp_path / "repo"
+    host = repo / "hosts" / "vanaheim"
+    shutil.copytree(ROOT / "hosts" / "vanaheim", host)
+    (host / "syncer.conf").unlink()
+    (host / "ollama-backends-ipv6.yaml").unlink()  # mac-ollama-ipv6 alone
+    backends = host / "ollama-backends.yaml"
+    docs = backends.read_text().split("\n---\n")
+    kept = [d for d in docs if "kind: EndpointSlice" not in d]
+    assert len(docs) - len(kept) == 2  # mac-ollama-ipv4, m1-ollama-fqdn
+    backends.write_text("\n---\n".join(kept))
+    code, out, err = run("init", "vanaheim", "--repo", str(repo), "--live-file",
+                         str(ROOT / "examples" / "vanaheim-live.yaml"))
+    assert (code, err) == (0, ""), err
+    assert "candidates mac-ollama ->" not in out and "candidates m1-ollama ->" not in out, out
+    assert re.search(r"endpoints mac-ollama: no binding -- its EndpointSlices mac-ollama-ipv4, mac-ollama-ipv6 "
+                     r"are live only.*declare them in git.*slice-endpoint-manager/MAC_ADDRS", out), out
+    assert re.search(r"endpoints m1-ollama: no binding -- its EndpointSlice m1-ollama-fqdn is live only", out), out
+    assert load_config(host, "vanaheim").candidates == ()
+    # declared again in git: bound as before (one slice of two declared is enough; the other is named)
+    shutil.copy(ROOT / "hosts" / "vanaheim" / "ollama-backends-ipv6.yaml", host)
+    code, out, err = run("init", "vanaheim", "--repo", str(repo), "--force", "--live-file",
+                         str(ROOT / "examples" / "vanaheim-live.yaml"))
+    assert (code, err) == (0, ""), err
+    assert "candidates mac-ollama -> slice-endpoint-manager/MAC_ADDRS" in out, out
+    assert re.search(r"mac-ollama: its EndpointSlice mac-ollama-ipv4 is live only: syncer does not read it "
+                     r"until git declares it", out), out
+    assert [c.endpoints for c in load_config(host, "vanaheim").candidates] == ["mac-ollama"]
