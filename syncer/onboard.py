@@ -67,7 +67,7 @@ def _same(a: str, b: str) -> bool:
     try:
         return ipaddress.ip_address(a) == ipaddress.ip_address(b)
     except ValueError:
-        return a.lower() == b.lower()
+        return a.lower().rstrip(".") == b.lower().rstrip(".")  # names: without their final dot
 
 
 def endpoint_addresses(obj: Mapping[str, Any] | None) -> list[str]:

@@ -10,7 +10,9 @@ import ipaddress
 import json
 import re
 
-_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))+$")
+#: A DNS name of two labels or more; a fully qualified one may end in its root dot
+#: (``host.example.``), which comparisons drop (``endpoints.canonical``).
+_HOST = re.compile(r"^(?=.{1,253}\.?$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))+\.?$")
 _KV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=(.*)$")
 
 

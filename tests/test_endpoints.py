@@ -126,6 +126,22 @@ def test_vanaheim_example_pick_is_one_line_with_its_comment_and_cleared_is_not_w
     assert "hosts/vanaheim/ollama-backends-ipv6.yaml" not in new
 
 
+def test_candidate_names_with_a_final_dot_match_the_live_names(repo: Path, live: SnapshotSource) -> None:
+    """Was: a list of FQDNs spelled with their final dot was no address list, so every live
+    name was ``undeclared``; names compare without a final dot (docs/endpoints.md)."""
+    live.objects[CM] = copy.deepcopy(live.objects[CM])
+    live.objects[CM]["data"]["M1_ADDRS"] = "m1-laptop.tail4a2b.ts.net. m1-lan.tail4a2b.ts.net."
+    point(live, FQDN, ep("m1-lan.tail4a2b.ts.net", ready=True))
+    result, new = run(repo, live)
+    [d] = [d for d in result.drifts if d.ref == FQDN]
+    assert (d.cls, d.action, d.git, d.live) == (DriftClass.PICK, Action.WRITE, "m1-laptop.tail4a2b.ts.net",
+                                                "m1-lan.tail4a2b.ts.net")
+    old = (repo / "hosts/vanaheim/ollama-backends.yaml").read_text()
+    assert ("      - m1-laptop.tail4a2b.ts.net   # M1 laptop, tailnet name",
+            "      - m1-lan.tail4a2b.ts.net   # M1 laptop, tailnet name") in changed_lines(
+        old, new["hosts/vanaheim/ollama-backends.yaml"])
+
+
 def test_undeclared_slice_address_is_reported_never_written(repo: Path, live: SnapshotSource) -> None:
     point(live, IPV4, ep("10.9.8.7", ready=True))  # hand-patched
     result, new = run(repo, live)

@@ -21,3 +21,12 @@ def test_plain_values() -> None:
     assert describe_change("15", "30") == "15 → 30"
     assert describe_change(None, "x") == "added: x"
     assert describe_change("x", None) == "removed (was x)"
+
+
+def test_a_fully_qualified_name_with_its_final_dot_is_an_address() -> None:
+    """Was: ``m1-laptop.tail4a2b.ts.net.`` made the whole value "not an address list"."""
+    assert address_list("m1-laptop.tail4a2b.ts.net. 100.127.6.20") == ["m1-laptop.tail4a2b.ts.net.", "100.127.6.20"]
+    assert address_list("m1-laptop.tail4a2b.ts.net.:11434") == ["m1-laptop.tail4a2b.ts.net.:11434"]
+    assert describe_change("a.example.", "a.example. b.example.") == "+b.example."
+    for not_a_list in ("m1-laptop..ts.net", "end.with.two..", ".leading.dot", "word."):
+        assert address_list(not_a_list) is None, not_a_list
