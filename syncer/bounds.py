@@ -25,12 +25,81 @@ MAX_JSON_BYTES = 1024 * 1024
 #: ``json`` recurses once per level and gives up near 1,000.
 MAX_JSON_DEPTH = 128
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKETS = re.compile(r"[\[\]{}]")
+#: The characters that matter: brackets, separators, and what starts, escapes or ends a string.
+_SIGNIFICANT = re.compile(r'[\[\]{}"\\,:]')
 
 
 class InputRejected(ClusterError):
     """A live or state input is over one of the limits above (permanent for that input)."""
+
+
+def json_shape(raw: str, depth_limit: int = MAX_JSON_DEPTH, value_limit: int | None = None) -> tuple[int, int]:
+    """``(deepest nesting, values)`` of a JSON text; counting stops once past ``depth_limit``
+    or ``value_limit``.
+
+    Deepest is the deepest ``[``/``{`` nesting; values counts the containers, the commas
+    between items and the colons after keys -- about the number of values and keys
+    ``json.loads`` would make, so what parsing will allocate is known before it starts.
+    Brackets, commas and colons inside strings do not count.
+
+    One pass over only the significant characters (``[]{}",:`` and ``\\``) with a small state
+    machine for strings and escapes: linear in ``len(raw)``, no recursion, no backtracking
+    (a regular expression for whole strings was quadratic on an unterminated one: 13 s for
+    64 KB). A string left open at the end is, as before, no string: its opening quote is an
+    ordinary character and the rest is counted as if outside strings (one more pass at most;
+    ``json.loads`` fails on such a text anyway).
+    """
+    most = value_limit if value_limit is not None else len(raw) + 1
+    depth = deepest = values = 0
+    in_string = False
+    opened = 0  # where the open string began
+    skip = -1  # the character after a backslash inside a string
+    depth_at_open = deepest_at_open = values_at_open = 0
+    for m in _SIGNIFICANT.finditer(raw):
+        pos = m.start()
+        if pos == skip:
+            continue
+        ch = m.group()
+        if in_string:
+            if ch == "\\":
+                skip = pos + 1
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string, opened = True, pos
+            depth_at_open, deepest_at_open, values_at_open = depth, deepest, values
+        elif ch in "[{":
+            depth += 1
+            values += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > depth_limit:
+                    return deepest, values
+        elif ch in ",:":
+            values += 1
+            if values > most:
+                return deepest, values
+        elif ch != "\\":
+            depth -= 1
+    if in_string:  # unterminated: every quote after it is an ordinary character too
+        depth, deepest, values = depth_at_open, deepest_at_open, values_at_open
+        for m in _SIGNIFICANT.finditer(raw, opened + 1):
+            ch = m.group()
+            if ch in "[{":
+                depth += 1
+                values += 1
+                if depth > deepest:
+                    deepest = depth
+                    if deepest > depth_limit:
+                        break
+            elif ch in ",:":
+                values += 1
+                if values > most:
+                    break
+            elif ch in "]}":
+                depth -= 1
+    return deepest, values
 
 
 def json_depth(raw: str, limit: int = MAX_JSON_DEPTH) -> int:
@@ -40,20 +109,16 @@ def json_depth(raw: str, limit: int = MAX_JSON_DEPTH) -> int:
     """
     if raw.count("[") + raw.count("{") <= limit:
         return raw.count("[") + raw.count("{")  # an upper bound, under the limit anyway
-    depth = deepest = 0
-    for m in _BRACKETS.finditer(_STRING.sub('""', raw)):
-        if m.group() in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > limit:
-                break
-        else:
-            depth -= 1
-    return deepest
+    return json_shape(raw, limit)[0]
 
 
-def load_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def load_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH,
+              max_values: int | None = None) -> Any:
     """``json.loads(raw)`` within the limits; ``InputRejected`` naming ``what`` otherwise.
+
+    ``max_values`` bounds what parsing allocates (see ``json_shape``): a few bytes of JSON
+    (``{},``) become a Python object of some 70 bytes, so a size limit alone lets a
+    compressed record of 87 KB grow to gigabytes.
 
     Malformed JSON raises ``ValueError`` as ``json.loads`` does (callers decide whether a
     broken value is an error or simply no value).
@@ -62,7 +127,14 @@ def load_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth
     if size > max_bytes:
         raise InputRejected(f"{what}: {size} bytes of JSON, more than the {max_bytes} allowed; not read",
                             transient=False)
-    if json_depth(raw, max_depth) > max_depth:
+    if max_values is None:
+        deepest = json_depth(raw, max_depth)
+    else:
+        deepest, values = json_shape(raw, max_depth, max_values)
+        if deepest <= max_depth and values > max_values:
+            raise InputRejected(f"{what}: JSON of more than {max_values} values; "
+                                "not read", transient=False)
+    if deepest > max_depth:
         raise InputRejected(f"{what}: JSON nested deeper than {max_depth} levels; not read", transient=False)
     try:
         return json.loads(raw)

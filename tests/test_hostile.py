@@ -72,6 +72,97 @@ def test_json_depth_ignores_brackets_inside_strings() -> None:
     assert json_depth('{"a": "\\"[[[[", "b": ' + "[" * 200 + "]" * 200 + "}") == 129
 
 
+def _json_depth_by_regex(raw: str, limit: int = 128) -> int:
+    """The old ``json_depth`` (a regular expression for whole strings): right, but quadratic on
+    an unterminated string. An oracle for short texts only."""
+    import re
+
+    if raw.count("[") + raw.count("{") <= limit:
+        return raw.count("[") + raw.count("{")
+    depth = deepest = 0
+    for m in re.finditer(r"[\[\]{}]", re.sub(r'"(?:[^"\\]|\\.)*"', '""', raw, flags=re.DOTALL)):
+        if m.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > limit:
+                break
+        else:
+            depth -= 1
+    return deepest
+
+
+def test_json_depth_agrees_with_the_regex_on_valid_and_broken_json() -> None:
+    import random
+
+    from syncer.bounds import json_depth
+
+    rnd = random.Random(17)
+    for _ in range(20_000):
+        text = "".join(rnd.choice('[]{}"\\a,:\n') for _ in range(rnd.randint(0, 24)))
+        for limit in (0, 1, 2, 3, 100):
+            assert json_depth(text, limit) == _json_depth_by_regex(text, limit), (text, limit)
+    valid = json.dumps({"a": ['x"[\\', {"b": [[[]]]}], "c": "]]]"})
+    assert json_depth(valid, 5) == _json_depth_by_regex(valid, 5) == 6
+
+
+def test_json_depth_is_linear_on_an_unterminated_string() -> None:
+    """Was: the regular expression ``"(?:[^"\\]|\\.)*"`` retried from every quote of an
+    unterminated string: 13 s at 64 KB, a 240 KB last-applied annotation held ``syncer diff``
+    190 s, a 1 MiB state record about an hour. Not a performance goal (those live in bench/):
+    the 2 s bound only catches that quadratic blow-up, a linear scan takes milliseconds."""
+    from syncer.bounds import MAX_JSON_BYTES, InputRejected, json_depth, load_json
+
+    hostile = "[]" * 200 + '"' + '\\"' * ((MAX_JSON_BYTES - 401) // 2)  # 1 MiB, within the size limit
+    assert len(hostile) <= MAX_JSON_BYTES
+    start = time.monotonic()
+    assert json_depth(hostile) == 1
+    with pytest.raises(ValueError):
+        load_json(hostile, "x")
+    deep = "[" * 200 + '"' + '\\"' * ((MAX_JSON_BYTES - 201) // 2)
+    with pytest.raises(InputRejected, match="nested deeper than 128"):
+        load_json(deep, "x")
+    assert time.monotonic() - start < 2
+
+
+def test_gzip_bomb_state_record_is_refused_before_parsing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Was: 87 KB of gzip expanded to 64 MiB of ``{},{},...`` (under ``MAX_RECORD_JSON``) and
+    ``json.loads`` made 1.7 GB of objects (the chart's limit is 128Mi). Now its values are
+    counted before parsing and the record is refused like a too-deep one."""
+    import logging
+
+    from tests.fakes.kube_api import FakeKubeAPI
+    from tests.test_sidecar import api_client
+
+    from syncer.model import ObjectRef
+    from syncer.sidecar.state import MAX_RECORD_JSON, MAX_RECORD_VALUES, ConfigMapStore, pack
+
+    bomb = '{"v1/ConfigMap/ai/x":{"data":{},"z":[' + ",".join(["{}"] * (MAX_RECORD_VALUES + 10)) + "]}}"
+    assert len(bomb) < MAX_RECORD_JSON  # the size limit alone lets it through
+    packed = pack(bomb)
+    assert len(packed) < 200_000
+    with FakeKubeAPI() as fake:
+        fake.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "syncer-state", "namespace": "ai"},
+                  "binaryData": {"asgard.json.gz": packed}})
+        store = ConfigMapStore(api_client(fake, tmp_path), "ai", "asgard")
+        with caplog.at_level(logging.ERROR, logger="syncer.state"):
+            store.refresh()
+        assert store.rejected is not None and f"more than {MAX_RECORD_VALUES} values" in store.rejected
+        assert [r.levelno for r in caplog.records if r.name == "syncer.state"] == [logging.ERROR]
+        assert store.base(ObjectRef("v1", "ConfigMap", "ai", "x")) is None
+
+
+def test_a_state_record_of_40000_objects_still_fits_the_bounds() -> None:
+    from bench.gen import declared_objects
+    from syncer.bounds import json_shape
+    from syncer.sidecar.state import MAX_RECORD_JSON, MAX_RECORD_VALUES
+
+    sample = declared_objects(400)
+    text = json.dumps({f"v1/ConfigMap/ai/{i}": o for i, o in enumerate(sample)}, separators=(",", ":"))
+    _, values = json_shape(text)
+    assert len(text) * 100 < MAX_RECORD_JSON
+    assert values * 100 < MAX_RECORD_VALUES
+
+
 def test_deep_state_record_is_refused_loudly_and_the_pass_goes_on(tmp_path: Path) -> None:
     """Was: RecursionError out of ``refresh``: every sidecar pass failed, /readyz stayed 200."""
     from tests.fakes.kube_api import FakeKubeAPI

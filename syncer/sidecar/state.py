@@ -68,8 +68,14 @@ MAX_PROPOSALS = 8
 LABELS = {"app.kubernetes.io/managed-by": "syncer", "app.kubernetes.io/component": "state"}
 #: A record's JSON over this many bytes is stored compressed (small ones stay readable).
 COMPRESS_OVER = 256 * 1024
-#: The most JSON a compressed record may expand to: a planted gzip bomb stops here.
-MAX_RECORD_JSON = 64 * 1024 * 1024
+#: The most JSON a compressed record may expand to: a planted gzip bomb stops here. A record
+#: of 40,000 objects takes some 15 MB (about 350 bytes of JSON per object).
+MAX_RECORD_JSON = 32 * 1024 * 1024
+#: The most values (containers, items, keys: ``bounds.json_shape``) a record may parse into,
+#: counted before parsing. A real record holds about 40 per object (1.5 million at 40,000
+#: objects); without this bound 87 KB of gzip (``{"z":[{},{},...]}``) expanded to 64 MiB of
+#: JSON and 1.7 GB of Python objects. At this bound the worst case parses to about 130 MiB.
+MAX_RECORD_VALUES = 2_000_000
 #: What one ConfigMap holds: its ``data`` values plus ``binaryData`` bytes (the apiserver's
 #: ``MaxSecretSize``, which it applies to ConfigMaps too).
 MAX_CONFIGMAP_BYTES = 1024 * 1024
@@ -190,9 +196,10 @@ class ConfigMapStore:
             try:
                 if packed:
                     what = f"state ConfigMap {self.namespace}/{self.name} binaryData key {self.packed_key}"
-                    parsed = load_json(unpack(str(packed), what), what, max_bytes=MAX_RECORD_JSON)
+                    parsed = load_json(unpack(str(packed), what), what, max_bytes=MAX_RECORD_JSON,
+                                       max_values=MAX_RECORD_VALUES)
                 else:
-                    parsed = load_json(raw, f"state {self.describe()}")
+                    parsed = load_json(raw, f"state {self.describe()}", max_values=MAX_RECORD_VALUES)
             except ValueError:
                 parsed = None
             except InputRejected as exc:
