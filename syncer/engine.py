@@ -26,7 +26,8 @@ from syncer.live import LiveSource
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import get_path, normalize, MISSING
-from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, keyed_map, secret_value
+from syncer.redact import (CONFIGMAP_KEYED, DEFAULT_SECRET_PATTERNS, NAMED_MAPS, REDACTED, is_secret_key, keyed_map,
+                           secret_value)
 from syncer.values import describe_change
 
 
@@ -149,13 +150,41 @@ def _secret_item(item: Any, patterns: Sequence[str]) -> str | None:
     return None
 
 
+def _secret_inside(value: Any, patterns: Sequence[str]) -> str | None:
+    """Why a whole value (an item, a container, a list, a template) added, removed or
+    changed holds a secret at any depth: a ``{name, value}`` item with a secret-looking name
+    (an env var ``DB_PASSWORD`` of a second container), a secret-looking key of a nested
+    ``annotations``/``labels`` map, or of the ``data``/``binaryData`` of a nested
+    ConfigMap. Walked without recursion; the live object was bounded (``bounds.check_nodes``)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if why := _secret_item(node, patterns):
+            return why
+        maps = [node.get(k) for k in NAMED_MAPS]
+        if node.get("kind") == "ConfigMap":
+            maps += [node.get(k[0]) for k in CONFIGMAP_KEYED]
+        for keyed in maps:
+            if isinstance(keyed, dict):
+                for key in keyed:
+                    if is_secret_key(str(key), patterns):
+                        return f"key name {key!r}"
+        stack.extend(node.values())
+    return None
+
+
 def _named_item(fd: FieldDiff, git_doc: Any, live_doc: Any, patterns: Sequence[str]) -> str | None:
     """Why a difference inside a named list item is secret: the ``value`` of an env var
-    called ``DB_PASSWORD`` is one whatever the kind (``valueFrom`` references are not)."""
-    for value in (fd.live, fd.git):  # a whole item, or a whole list of them, added or removed
-        for item in value if isinstance(value, list) else [value]:
-            if why := _secret_item(item, patterns):
-                return why
+    called ``DB_PASSWORD`` is one whatever the kind (``valueFrom`` references are not),
+    also deep inside a whole item or list added, removed or changed."""
+    for value in (fd.live, fd.git):
+        if why := _secret_inside(value, patterns):
+            return why
     if len(fd.path) >= 2 and fd.path[-1] == "value" and isinstance(fd.path[-2], int):
         item = _at(git_doc, fd.path[:-1]) if fd.git is not None else None
         if not isinstance(item, dict) and fd.live is not None:

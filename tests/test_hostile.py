@@ -990,3 +990,79 @@ def test_outputs_hide_by_the_same_key_rule_as_detection(kind: str, path: str, hi
     from syncer.redact import secret_field
 
     assert secret_field(kind, path) is hidden
+
+
+def _deployment_with_a_sidecar_added_live() -> dict[str, Any]:
+    """``web`` after a ``kubectl edit`` that also added a second container whose env holds a
+    password (and changed ``MODE``, so there is something to commit)."""
+    obj = _edited_deployment()
+    spec = obj["spec"]["template"]["spec"]
+    spec["containers"][0]["env"][0]["value"] = "hunter2-GIT"
+    spec["containers"].append({"name": "sidecar", "image": "busybox",
+                               "env": [{"name": "DB_PASSWORD", "value": "hunter2-SIDECAR"}]})
+    edited = obj["metadata"]["managedFields"][1]["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+    edited['k:{"name":"sidecar"}'] = {".": {}, "f:name": {}, "f:image": {}, "f:env": {
+        ".": {}, 'k:{"name":"DB_PASSWORD"}': {".": {}, "f:name": {}, "f:value": {}}}}
+    return obj
+
+
+def test_a_secret_nested_in_a_whole_item_added_live_is_never_copied_nor_shown(asgard_repo: Path,
+                                                                               tmp_path: Path) -> None:
+    """Was: only a ``{name, value}`` item (or a list of them) at the top of a difference was
+    judged, so a second container added live by ``kubectl edit`` with an env var
+    ``DB_PASSWORD`` was one ``write`` drift ``containers[1]``: the password went into the file
+    and showed in JSON, text, the PR body and the commit message."""
+    import subprocess
+
+    host = asgard_repo / "hosts" / "asgard"
+    (host / "web.yaml").write_text(DEPLOYMENT)
+    conf = host / "syncer.conf"
+    conf.write_text(conf.read_text().replace("  Deployment: report\n", "  Deployment: writeback\n"))
+    git(asgard_repo, "add", ".")
+    when = {"GIT_COMMITTER_DATE": "2026-08-01T00:00:00Z", "GIT_AUTHOR_DATE": "2026-08-01T00:00:00Z"}
+    subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", "commit", "-qm", "web"],
+                   cwd=asgard_repo, env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path), **when},
+                   check=True)
+    git(asgard_repo, "push", "-q", "origin", "main")
+    live = live_file(tmp_path, [*example_items(), _deployment_with_a_sidecar_added_live()])
+
+    code, doc, err = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "-o", "json")
+    assert code == 1, err
+    drifts = {d["path"]: d for d in json.loads(doc)["drifts"] if d["name"] == "web"}
+    added = drifts["spec.template.spec.containers[1]"]
+    assert (added["git"], added["live"], added["action"]) == (None, "‹redacted›", "report")
+    assert "item named 'DB_PASSWORD'" in added["reason"]
+    assert drifts["spec.template.spec.containers[0].env[1].value"]["action"] == "write"  # the rest syncs
+    code, text, err = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live))
+    assert code == 1, err
+
+    code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "--mode", "pr")
+    assert code == 0, err
+    git(asgard_repo, "fetch", "-q", "origin")
+    written = git(asgard_repo, "show", "origin/syncer/asgard:hosts/asgard/web.yaml")
+    message = git(asgard_repo, "log", "-1", "--format=%B", "origin/syncer/asgard")
+    assert "value: b" in written and "sidecar" not in written
+    for shown in (doc, text, out, err, written, message):
+        assert "hunter2-SIDECAR" not in shown
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    ({"name": "sidecar", "env": [{"name": "API_TOKEN", "value": "t"}]}, "item named 'API_TOKEN'"),
+    ([{"name": "a", "spec": {"params": [{"name": "dbPassword", "value": "p"}]}}], "item named 'dbPassword'"),
+    ({"metadata": {"annotations": {"vault.io/token": "t", "team": "a"}}}, "key name 'vault.io/token'"),
+    ({"template": {"metadata": {"labels": {"api-key": "k"}}}}, "key name 'api-key'"),
+    ({"kind": "ConfigMap", "data": {"SECRET_KEY": "s"}}, "key name 'SECRET_KEY'"),
+    ({"name": "sidecar", "env": [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db"}}}]}, None),
+    ({"name": "sidecar", "env": [{"name": "MODE", "value": "a"}], "automountServiceAccountToken": True}, None),
+    ({"kind": "Other", "data": {"SECRET_KEY": "s"}}, None),  # ``data`` is free-form only in a ConfigMap
+])
+def test_secrets_are_looked_for_at_any_depth_of_a_whole_value(value: Any, why: str | None) -> None:
+    from syncer.diff import FieldDiff
+    from syncer.engine import _judge_secrets
+    from syncer.model import DriftClass
+    from syncer.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
+
+    fd = FieldDiff(("spec", "items", 1), None, value, DriftClass.ADDED)
+    assert _judge_secrets("Deployment", [fd], PATTERNS) == [(fd, why)]
+    removed = FieldDiff(("spec", "items", 1), value, None, DriftClass.REMOVED)
+    assert _judge_secrets("Deployment", [removed], PATTERNS) == [(removed, why)]
