@@ -190,7 +190,7 @@ def test_the_same_record_text_is_parsed_once_and_a_refusal_clears(fake: FakeKube
 
     parsed: list[str] = []
     real = state.load_json
-    monkeypatch.setattr(state, "load_json", lambda text, where: parsed.append(text) or real(text, where))
+    monkeypatch.setattr(state, "load_json", lambda text, where, **kw: parsed.append(text) or real(text, where, **kw))
     store = ConfigMapStore(api_client(fake, tmp_path), NS, "asgard")
     data = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": REF.name, "namespace": NS},
             "data": {"A": "1"}}
@@ -290,5 +290,7 @@ def test_a_gzip_bomb_in_the_record_is_refused_unexpanded(fake: FakeKubeAPI, tmp_
               "binaryData": {"asgard.json.gz": base64.b64encode(bomb).decode()}})
     store = ConfigMapStore(api_client(fake, tmp_path), NS, "asgard")
     store.refresh()
-    assert store.rejected is not None and "expands to more than 67108864 bytes" in store.rejected
+    from syncer.sidecar.state import MAX_RECORD_JSON  # 32 MiB since issue #17's audit (was 64 MiB)
+
+    assert store.rejected is not None and f"expands to more than {MAX_RECORD_JSON} bytes" in store.rejected
     assert store.base(REF) is None
