@@ -384,7 +384,7 @@ def _object_drifts(
         # Where the Service points: one drift, classified against its candidates. Port and
         # other changes of the object are drifts of their own, below.
         moved, diffs = endpoints.split(ref.kind, git, diffs)
-        if moved:
+        if moved and not endpoints.nothing_to_pick(ref.kind, obj.data, live, binding):
             verdict = bases.combine([bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live) for fd in moved])
             drift = endpoints.address_drift(ref, obj.file, obj.data, live, moved, binding, verdict.direction, track,
                                             now, config.stable_for, observed_since)
