@@ -42,6 +42,14 @@ _ABOUT_WORDS = frozenset({
     "file", "path", "dir", "url", "uri", "endpoint", "host", "ttl", "expiry", "expiration", "lifetime",
     "timeout", "length", "header", "name", "ref", "type", "enabled", "policy", "prefix", "mount", "env",
 })
+#: Secrets written as one word (``PGPASSWORD``, ``HTPASSWD``, ``apitoken``, ``secretkey``): a
+#: word *ending* in one of these is a hit when the default patterns are in force. Not a word
+#: starting with one: ``TOKENIZER``, ``SECRETARY``, ``PASSTHROUGH`` stay visible.
+_JOINED_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "secretkey", "privatekey",
+                   "accesskey")
+#: ``DB_PASS``, ``DBPASS``, ``SMTP_PASS``: ``pass`` ending the key's last word, but not these
+#: English words (``BYPASS_CACHE`` is a near miss anyway: ``bypass`` is not its last word).
+_NOT_A_PASS = frozenset({"bypass", "compass", "overpass", "underpass", "trespass", "surpass", "encompass"})
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _PLAIN_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -52,7 +60,9 @@ _SECRET_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an access token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255}|glpat-[A-Za-z0-9_-]{20,255}"
                                    r"|xox[abprs]-[A-Za-z0-9-]{10,255}|AKIA[0-9A-Z]{16})")),
     # bounded repeats: a megabyte of letters must not cost a quadratic scan
-    ("a URL with a password", re.compile(r"://[^/\s:@]{1,256}:[^/\s@]{1,256}@")),
+    # the user may be empty (``redis://:pw@redis``) and the password may hold a ``/``
+    # (``postgres://app:p/w@db``) unless it is a port (``https://host:8080/x@y`` is no password)
+    ("a URL with a password", re.compile(r"://[^/\s:@]{0,256}:(?![0-9]{1,5}(?:/|$))[^\s@]{1,256}@")),
 )
 
 # A user name that is really a token: well-known token prefixes, or a long opaque string.
@@ -89,10 +99,25 @@ def is_secret_key(key: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -
     return _secret_key(key, tuple(patterns))
 
 
+def _joined_secret(words: list[str]) -> bool:
+    """A secret's name written as one word: ``PGPASSWORD``, ``MYSQL_PWD``, ``DBPASS``,
+    ``HTPASSWD``, ``secretkey``, ``apitoken``. ``pwd`` counts as a whole word in a key of
+    several (``PWD`` and ``OLDPWD`` alone are a shell's working directory). A key whose last
+    word only says what it is about (``PGPASSWORD_FILE``) is no hit, as with the patterns."""
+    if not words or words[-1] in _ABOUT_WORDS:
+        return False
+    last = words[-1]
+    if last.endswith("pass") and last not in _NOT_A_PASS:
+        return True
+    return (len(words) > 1 and "pwd" in words) or any(w.endswith(_JOINED_ENDINGS) for w in words)
+
+
 @functools.lru_cache(maxsize=8192)
 def _secret_key(key: str, patterns: tuple[str, ...]) -> bool:
     """``is_secret_key``, remembered: PR text and reports ask about the same keys pass after pass."""
     words = key_words(key)
+    if patterns[:len(DEFAULT_SECRET_PATTERNS)] == DEFAULT_SECRET_PATTERNS and _joined_secret(words):
+        return True
     for pattern in patterns:
         if _PLAIN_PATTERN.match(pattern):
             if _matches(words, pattern):

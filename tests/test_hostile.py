@@ -351,6 +351,44 @@ def test_secret_key_near_misses(key: str) -> None:
     assert not is_secret_key(key)
 
 
+
+@pytest.mark.parametrize("key", ["PGPASSWORD", "MYSQL_PWD", "DBPASS", "DB_PASS", "SMTP_PASS", "redisPass", "HTPASSWD",
+                                 "secretkey", "apitoken", "GITHUB_APITOKEN", "clientsecret", "AUTHTOKEN",
+                                 "dbpassword", "MYSQL_ROOT_PWD"])
+def test_secret_key_hits_written_as_one_word(key: str) -> None:
+    """Was: only whole words matched, so ``PGPASSWORD`` or ``MYSQL_PWD`` was copied and shown."""
+    from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, secret_field
+
+    assert is_secret_key(key)
+    assert is_secret_key(key, (*DEFAULT_SECRET_PATTERNS, "stripe_.*"))  # secretKeys add to the defaults
+    assert secret_field("ConfigMap", f"data.{key}")
+
+
+@pytest.mark.parametrize("key", ["BYPASS_CACHE", "BYPASS", "COMPASS_HEADING", "TOKENIZER", "TOKENIZER_PATH",
+                                 "PASSTHROUGH", "PASS_THROUGH", "SECRETARY_NAME", "SECRETARY", "PWD", "OLDPWD",
+                                 "PGPASSWORD_FILE", "APITOKEN_URL", "HTPASSWD_PATH", "PASSWORD_MIN_LENGTH"])
+def test_secret_key_near_misses_of_one_word_rules(key: str) -> None:
+    """Decided: a word *ending* in a secret's name is one; a word starting with it
+    (``TOKENIZER``, ``SECRETARY``, ``PASSTHROUGH``) is not; ``pass`` counts only ending the
+    last word and not in ``bypass``/``compass``; ``PWD`` alone is a working directory; a last
+    word saying what the key is about (``_FILE``, ``_URL``, ``_PATH``) wins as before."""
+    from syncer.redact import is_secret_key
+
+    assert not is_secret_key(key)
+
+
+def test_urls_with_an_empty_user_or_a_slash_in_the_password_are_secret() -> None:
+    """Was: ``secret_value`` wanted a user name and no ``/`` in the password, so
+    ``redis://:hunter2@redis:6379/0`` and ``postgres://app:p/w@db/x`` were copied and shown."""
+    from syncer.redact import secret_value
+
+    for url in ("redis://:hunter2@redis:6379/0", "postgres://app:p/w@db/x", "amqp://:p%2Fw@mq",
+                "DATABASE_URL=postgres://app:p/w/x@db:5432/x?sslmode=require"):
+        assert secret_value(url) == "a URL with a password", url
+    for plain in ("https://host:8080/x@y", "http://example.com:8080/users/@me", "redis://redis:6379/0",
+                  "https://user@host/x", "mailto:ops@example.invalid", "see http://h:8080/ and ops@example.invalid"):
+        assert secret_value(plain) is None, plain
+
 def test_object_missing_live_renders_in_json(tmp_path: Path) -> None:
     # A whole object (empty path) is not a key: the secret check must not trip over it.
     repo = make_repo(tmp_path)
