@@ -13,6 +13,11 @@ rights on a ConfigMap chooses them. Each output has its own dangers:
   ``<``, ``>``, ``&``) become numeric character references, and mentions (``@team``), issue references (``#12``) and links
   (``https://``, ``www.``) are broken with an invisible word joiner: a value cannot close a
   code span, split a table cell, ping people or plant a link.
+- ``slack(text)``: Slack mrkdwn (a chat webhook). On top of ``line``: ``&``, ``<``, ``>``
+  escaped as Slack asks (no ``<url|link>``, no ``<!here>``); a backtick becomes ``ˋ``
+  (U+02CB, Slack has no escape for it), so a value cannot leave its code span; and a word
+  joiner goes after ``@``/``#``, inside ``://`` and ``www.`` and before a domain-like ending
+  (``evil.com``), so Slack forms neither mentions nor links from it.
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ _JOINER = "\u2060"
 _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 _MD_CHARS = {c: f"&#{ord(c)};" for c in "&<>`\\|*[]~"}
 _MD_LINKS = re.compile(r"(?i)(?<=[@#])(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)")
+#: Slack also links bare domains (``evil.com``, ``evil.com.au/x``): break the dot before a
+#: last label of letters. ``data.MAC_ADDRS`` (a label that goes on with ``_``) stays whole.
+_SLACK_LINKS = re.compile(r"(?i)(?<=[@#])(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)|(?<=\w\.)(?=[a-z]{2,63}(?![\w-]))")
+_SLACK_CHARS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "`": "\u02cb"}
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -56,3 +65,9 @@ def markdown(text: str, limit: int | None = None) -> str:
     """``text`` as inert Markdown/HTML on one line: shows as written, does nothing."""
     flat = _MD_LINKS.sub(_JOINER, line(text, limit))
     return "".join(_MD_CHARS.get(ch, ch) for ch in flat)
+
+
+def slack(text: str, limit: int | None = None) -> str:
+    """``text`` as inert Slack mrkdwn on one line: no code span closed, no link, no mention."""
+    flat = _SLACK_LINKS.sub(_JOINER, line(text, limit))
+    return "".join(_SLACK_CHARS.get(ch, ch) for ch in flat)

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from syncer import USER_AGENT
-from syncer import httpbound
+from syncer import escape, httpbound
 from syncer.forges.base import PullRequest
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Drift
@@ -43,6 +43,7 @@ log = logging.getLogger("syncer.notify")
 EVENTS = ("pr.opened", "pr.updated", "pr.closed", "drift.undeclared", "drift.cleared")
 SLACK_PREFIX = "slack+"
 SLACK_MAX_DRIFTS = 10  # lines in a chat message before "... and N more"
+SLACK_MAX_VALUE = 200  # characters of a value shown in a chat message
 #: A webhook's answer matters only for its status: more than this is refused.
 MAX_ANSWER_BYTES = 64 * 1024
 
@@ -181,22 +182,29 @@ def shown_url(url: str) -> str:
 
 
 def slack_text(event: str, payload: Mapping[str, Any]) -> str:
-    """A short chat message from the generic payload (Slack mrkdwn)."""
+    """A short chat message from the generic payload (Slack mrkdwn). Every string that may
+    come from the cluster (values, key names, managers, the summary) is inert
+    (``escape.slack``): it stays on its line and in its code span, and forms no link."""
     lines = [f"*syncer* {_esc(str(payload.get('installation') or '?'))}: {_TITLES.get(event, event)}"]
     pr = payload.get("pr")
     if isinstance(pr, Mapping) and pr.get("url"):
-        lines.append(f"<{pr['url']}|#{pr.get('number', '')} {_esc(str(pr.get('title', '')))}>")
+        lines.append(f"<{_esc_url(str(pr['url']))}|#{_esc(str(pr.get('number', '')))} {_esc(str(pr.get('title', '')))}>")
     if payload.get("summary"):
         lines.append(_esc(str(payload["summary"])))
     drifts = [d for d in payload.get("drifts") or () if isinstance(d, Mapping)]
     for d in drifts[:SLACK_MAX_DRIFTS]:
-        where = "/".join(str(d[k]) for k in ("kind", "namespace", "name") if d.get(k))
-        what = f"{d.get('path', '')}: `{d.get('git')}` → `{d.get('live')}`"
-        lines.append(_esc(f"• {where} {what} ({d.get('class', '?')})"))
+        where = _esc("/".join(str(d[k]) for k in ("kind", "namespace", "name") if d.get(k)))
+        git, live = (_esc(str(d.get(k)), SLACK_MAX_VALUE) for k in ("git", "live"))
+        lines.append(f"• {where} {_esc(str(d.get('path', '')))}: `{git}` → `{live}` ({_esc(str(d.get('class', '?')))})")
     if len(drifts) > SLACK_MAX_DRIFTS:
         lines.append(f"… and {len(drifts) - SLACK_MAX_DRIFTS} more")
     return "\n".join(lines)
 
 
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def _esc(text: str, limit: int | None = None) -> str:
+    return escape.slack(text, limit)
+
+
+def _esc_url(url: str) -> str:
+    """The forge's PR address inside ``<url|text>``: on one line, without ``|`` or ``>``."""
+    return escape.line(url).replace("|", "%7C").replace(">", "%3E").replace("<", "%3C")

@@ -333,6 +333,27 @@ def test_secret_values_never_reach_webhooks(asgard_repo: Path, tmp_path: Path) -
         assert secret not in sent
 
 
+
+def test_slack_text_cannot_be_forged_by_a_value() -> None:
+    """Was: ``slack_text`` escaped only ``& < >``: a value with a backtick and a newline left
+    its code span and added lines looking like syncer's own, with bare links and mentions."""
+    from syncer.notify import slack_text
+
+    forged = ("x`\n*syncer* asgard: pull request opened\nmerge it: https://evil.example/pr ` evil.com "
+              "www.evil.example @channel #general\u2028\x1b[31m")
+    drift = {"kind": "ConfigMap", "namespace": "ai", "name": "m`\nx", "path": "data.MODE`\n*ok*", "git": "a",
+             "live": forged, "class": "value"}
+    text = slack_text("pr.updated", {"installation": "asgard", "summary": "1 drift\n*syncer* fake", "drifts": [drift]})
+    lines = text.split("\n")
+    assert len(lines) == 3, lines  # the title, the summary, the one drift: nothing added
+    assert lines[0] == "*syncer* asgard: pull request updated"
+    assert lines[2].startswith("• ConfigMap/ai/m") and lines[2].count("`") == 4  # two code spans, closed
+    for gone in ("https://", "www.evil", "evil.com", "@channel", "#general", "\x1b", "\u2028", "<", ">"):
+        assert gone not in text, gone
+    shown = text.replace("\u2060", "")  # the word joiners are invisible: the value still reads as written
+    assert "https://evil.example/pr" in shown and "evil.com" in shown and "⏎" in shown
+
+
 @pytest.mark.parametrize("key", ["DB_PASSWORD", "password", "API_KEY", "apiKey", "api-key", "GITHUB_TOKEN",
                                  "client_secret", "AWS_SECRET_ACCESS_KEY", "PRIVATE_KEY", "tls.privateKey",
                                  "credentials.json", "redis-passwd", "SSH_KEY", "smtpPassphrase"])
