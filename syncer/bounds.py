@@ -27,6 +27,8 @@ MAX_JSON_DEPTH = 128
 
 #: The characters that matter: brackets, separators, and what starts, escapes or ends a string.
 _SIGNIFICANT = re.compile(r'[\[\]{}"\\,:]')
+#: Only what matters to nesting, when values are not counted (fewer stops on a large answer).
+_NESTING = re.compile(r'[\[\]{}"\\]')
 
 
 class InputRejected(ClusterError):
@@ -39,8 +41,9 @@ def json_shape(raw: str, depth_limit: int = MAX_JSON_DEPTH, value_limit: int | N
 
     Deepest is the deepest ``[``/``{`` nesting; values counts the containers, the commas
     between items and the colons after keys -- about the number of values and keys
-    ``json.loads`` would make, so what parsing will allocate is known before it starts.
-    Brackets, commas and colons inside strings do not count.
+    ``json.loads`` would make, so what parsing will allocate is known before it starts
+    (without ``value_limit``: the containers only, a cheaper scan). Brackets, commas and
+    colons inside strings do not count.
 
     One pass over only the significant characters (``[]{}",:`` and ``\\``) with a small state
     machine for strings and escapes: linear in ``len(raw)``, no recursion, no backtracking
@@ -50,12 +53,13 @@ def json_shape(raw: str, depth_limit: int = MAX_JSON_DEPTH, value_limit: int | N
     ``json.loads`` fails on such a text anyway).
     """
     most = value_limit if value_limit is not None else len(raw) + 1
+    significant = _SIGNIFICANT if value_limit is not None else _NESTING  # without it: containers only
     depth = deepest = values = 0
     in_string = False
     opened = 0  # where the open string began
     skip = -1  # the character after a backslash inside a string
     depth_at_open = deepest_at_open = values_at_open = 0
-    for m in _SIGNIFICANT.finditer(raw):
+    for m in significant.finditer(raw):
         pos = m.start()
         if pos == skip:
             continue
@@ -84,7 +88,7 @@ def json_shape(raw: str, depth_limit: int = MAX_JSON_DEPTH, value_limit: int | N
             depth -= 1
     if in_string:  # unterminated: every quote after it is an ordinary character too
         depth, deepest, values = depth_at_open, deepest_at_open, values_at_open
-        for m in _SIGNIFICANT.finditer(raw, opened + 1):
+        for m in significant.finditer(raw, opened + 1):
             ch = m.group()
             if ch in "[{":
                 depth += 1

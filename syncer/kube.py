@@ -50,6 +50,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from syncer import __version__
+from syncer.bounds import MAX_JSON_DEPTH, InputRejected, load_json
 from syncer.endpoints import ALTERNATE_VERSIONS
 from syncer.errors import ClusterError, ConfigError
 from syncer.model import ObjectRef
@@ -102,6 +103,12 @@ class ClusterUnreachable(KubeError):
 
 class TooLarge(ClusterUnreachable):
     """The answer was larger than the client accepts."""
+
+    transient = False
+
+
+class Unparsable(KubeError):
+    """The answer is over the nesting limit (``bounds``): that object cannot be read."""
 
     transient = False
 
@@ -637,7 +644,7 @@ class KubeClient:
         if resp.status == 404:
             return None
         try:
-            doc = json.loads(data) if data else None
+            doc = self._parse(data, what)
         except ValueError:
             doc = None
         if not 200 <= resp.status < 300:
@@ -645,6 +652,17 @@ class KubeClient:
         if not isinstance(doc, dict):
             raise ClusterUnreachable(f"API server sent non-JSON for {what}", transient=True)
         return doc
+
+    def _parse(self, data: bytes, what: str) -> Any:
+        """An answer's JSON within the size and nesting limits: a custom resource nested
+        deeper than ``bounds.MAX_JSON_DEPTH`` is ``Unparsable`` naming the request (so the
+        object, when read by name), never a ``RecursionError`` that ends the run."""
+        if not data:
+            return None
+        try:
+            return load_json(data.decode("utf-8"), what, max_bytes=self.max_body, max_depth=MAX_JSON_DEPTH)
+        except InputRejected as exc:
+            raise Unparsable(exc.message, transient=False) from None
 
     def open_watch(self, path: str, query: Sequence[tuple[str, str]], *, what: str, budget: float,
                    idle: float | None = None) -> _Stream:
@@ -654,7 +672,7 @@ class KubeClient:
         if resp.status != 200:
             data = self._read(resp, armed, what, budget)
             try:
-                body: Any = json.loads(data)
+                body: Any = self._parse(data, what)
             except ValueError:
                 body = data
             raise api_error(resp.status, body, what)

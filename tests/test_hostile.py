@@ -158,7 +158,7 @@ def test_a_state_record_of_40000_objects_still_fits_the_bounds() -> None:
 
     sample = declared_objects(400)
     text = json.dumps({f"v1/ConfigMap/ai/{i}": o for i, o in enumerate(sample)}, separators=(",", ":"))
-    _, values = json_shape(text)
+    _, values = json_shape(text, value_limit=10**9)
     assert len(text) * 100 < MAX_RECORD_JSON
     assert values * 100 < MAX_RECORD_VALUES
 
@@ -1125,3 +1125,59 @@ def test_secrets_are_looked_for_at_any_depth_of_a_whole_value(value: Any, why: s
     assert _judge_secrets("Deployment", [fd], PATTERNS) == [(fd, why)]
     removed = FieldDiff(("spec", "items", 1), value, None, DriftClass.REMOVED)
     assert _judge_secrets("Deployment", [removed], PATTERNS) == [(removed, why)]
+
+
+def test_a_deeply_nested_object_from_the_api_costs_only_itself() -> None:
+    """Was: ``KubeClient.call`` parsed answers with a bare ``json.loads``: an object nested
+    20,000 levels deep (a custom resource keeps unknown fields as written) raised
+    ``RecursionError`` out of the live reads, and the CLI exited 2 for the whole run. Now
+    that answer is one ``KubeError`` naming the object; the others are read as usual."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from syncer.kube import Connection, KubeClient, KubeError
+    from syncer.live import KubeSource
+    from syncer.model import ObjectRef
+
+    def configmap(name: str, data: str) -> str:
+        return ('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s","namespace":"ai"},"data":%s}'
+                % (name, data))
+
+    answers = {
+        "/api/v1": json.dumps({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+            {"name": "configmaps", "namespaced": True, "kind": "ConfigMap", "verbs": ["get"]}]}),
+        "/api/v1/namespaces/ai/configmaps/plain": configmap("plain", '{"k":"v"}'),
+        "/api/v1/namespaces/ai/configmaps/deep": configmap("deep", '{"k":"v","x":' + "[" * 20000 + "]" * 20000 + "}"),
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server interface
+            body = answers.get(self.path.partition("?")[0])
+            self.send_response(200 if body else 404)
+            raw = (body or '{"kind":"Status","code":404}').encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        client = KubeClient(Connection(f"http://127.0.0.1:{server.server_address[1]}"))
+        source = KubeSource(client, concurrency=2)
+        plain, deep = ObjectRef("v1", "ConfigMap", "ai", "plain"), ObjectRef("v1", "ConfigMap", "ai", "deep")
+        source.prefetch([plain, deep])
+        assert source.get(plain)["data"] == {"k": "v"}  # type: ignore[index]
+        with pytest.raises(KubeError) as refused:
+            source.get(deep)
+        assert refused.value.message == f"get {deep}: JSON nested deeper than 128 levels; not read"
+        assert not refused.value.transient
+        client.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -23,7 +23,6 @@ ten quiet objects cost ten requests an hour.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -31,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from syncer.bounds import load_json
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream, api_error
 from syncer.logs import event
@@ -132,8 +132,8 @@ def stream(api: Kube, target: Target, rv: str, settings: WatchSettings,
     chunks = ws.chunks()
     try:
         for line in lines(chunks):
-            try:
-                ev = json.loads(line)
+            try:  # a custom resource nested too deeply is this watch's error, never a RecursionError
+                ev = load_json(line.decode("utf-8"), what, max_bytes=MAX_LINE)
             except ValueError:
                 raise ClusterError(f"{what}: malformed event line", transient=True) from None
             etype, obj = ev.get("type"), ev.get("object")
