@@ -4,11 +4,14 @@ Comparison is driven by git: every field git declares is compared; a field that 
 live is a server default and does not count -- except inside the maps that hold data
 (``kinds.DATA_MAPS``: ConfigMap ``data``, Secret ``data``, Endpoints ``subsets``), where a key
 added live is exactly the drift we must not miss, and except for whole items of keyed lists
-(an env var, a container, a volume added live), which are reported as ``added``.
+(an env var, a container, a volume added live), which are reported as ``added``, and except
+for keys a person wrote live with kubectl (``compare``'s ``moved_by``, from managedFields).
 
 Values compare by meaning, not spelling: quantities (``1000m`` == ``"1"``), IntOrString
 (``80`` == ``"80"``), zero values the server drops (``readOnly: false``, ``value: ""``,
-``[]``, ``{}``, null) equal absence.  Lists compare by their API semantics
+``[]``, ``{}``, null) equal absence -- but not where a pointer field keeps its zero
+(``kinds.keeps_zero``: ``runAsUser: 0``, ``emptyDir: {}``).  A union member swapped live
+(``emptyDir`` -> ``hostPath``) is one difference of the whole map.  Lists compare by their API semantics
 (``kinds.list_rule``): keyed lists item by item by merge key, never by position; sets in any
 order; every other list whole.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from collections.abc import Callable
 from typing import Any
 
 from syncer import kinds
@@ -40,6 +44,8 @@ class FieldDiff:
     live: Any  # None when absent live
     cls: DriftClass
     live_path: Path | None = None
+    #: a key only live that managedFields say a manager other than an applier wrote
+    moved_live: bool = False
 
     @property
     def where_live(self) -> Path:
@@ -54,7 +60,7 @@ class FieldDiff:
     def needs_person(self) -> bool:
         """Something only live outside the data maps (a list item, a label): written only when
         a person added it -- admission, controllers and the server add such things too."""
-        return self.cls is DriftClass.ADDED and (self.is_item or self.path[:2] in kinds.METADATA_MAPS)
+        return self.cls is DriftClass.ADDED and (self.is_item or self.moved_live or self.path[:2] in kinds.METADATA_MAPS)
 
 
 def _empty(value: Any) -> bool:
@@ -116,17 +122,22 @@ def _matchable(rule: kinds.ListRule, items: list[Any]) -> list[tuple[Any, ...]] 
     return keys  # type: ignore[return-value]
 
 
+#: Says whether a manager other than an applier wrote the live field at a path (see ``compare``).
+MovedBy = Callable[[Path], bool]
+
+
 class _Walker:
-    def __init__(self, kind: str, ignore: tuple[str, ...]) -> None:
+    def __init__(self, kind: str, ignore: tuple[str, ...], moved_by: MovedBy | None = None) -> None:
         self.kind = kind
         self.ignore = ignore
+        self.moved_by = moved_by
         self.out: list[FieldDiff] = []
         self.nodes = 0
 
     def equal(self, git: Any, live: Any, path: Path) -> bool:
         """Does ``live`` hold everything ``git`` declares at ``path``?"""
         before = len(self.out)
-        self.walk(git, live, path, path)
+        self.walk(git, live, path, None)
         found = len(self.out) > before
         del self.out[before:]
         return not found
@@ -140,13 +151,16 @@ class _Walker:
         if live is MISSING or live is None:
             # A zero value the server drops equals absence -- but a data key must exist.
             data = len(path) == 2 and path[0] in kinds.DATA_MAPS.get(self.kind, ())
-            if not (_empty(git) if data and live is MISSING else _zero(git)):
+            if git is None:
+                return
+            if kinds.keeps_zero(self.kind, path) or not (_empty(git) if data and live is MISSING else _zero(git)):
                 self.out.append(FieldDiff(path, git, None, DriftClass.REMOVED, lpath))
             return
         if isinstance(git, dict):
             if not isinstance(live, dict):
                 self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
                 return
+            before = len(self.out)
             for key, value in git.items():
                 self.walk(value, live.get(key, MISSING), path + (key,), None if lpath is None else lpath + (key,))
             data = len(path) == 1 and path[0] in kinds.DATA_MAPS.get(self.kind, ()) and self.kind != "Endpoints"
@@ -159,6 +173,9 @@ class _Walker:
                     if not _empty(value):
                         self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED,
                                                   None if lpath is None else lpath + (key,)))
+            elif "metadata" not in path:
+                self.moved_keys(git, live, path, lpath)
+            self.union_swap(git, live, path, lpath, before)
         elif isinstance(git, list):
             if not isinstance(live, list):
                 self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
@@ -168,6 +185,33 @@ class _Walker:
             return  # `key:` with no value declares nothing
         elif not scalar_equal(git, live, path, self.kind):
             self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
+
+    def moved_keys(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None) -> None:
+        """Keys only live that a manager other than an applier wrote (``kubectl edit``/``patch``,
+        a controller): a difference.  Keys nobody owns are server defaults: not one."""
+        if self.moved_by is None or lpath is None:
+            return
+        for key, value in live.items():
+            if key in git or value is None or (_empty(value) and not kinds.keeps_zero(self.kind, path + (key,))):
+                continue
+            if self.ignore and is_ignored(path + (key,), self.ignore):
+                continue
+            if self.moved_by(lpath + (key,)):
+                self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED, lpath + (key,), True))
+
+    def union_swap(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None,
+                   before: int) -> None:
+        """A union's member replaced live by another (``emptyDir`` -> ``hostPath``): one change
+        of the whole map instead of "removed" plus "added" (git would then hold two members)."""
+        members = kinds.union_members(path)
+        if members is None:
+            return
+        gone = [k for k in git if kinds.is_union_member(members, k) and live.get(k) is None and git[k] is not None]
+        new = [k for k in live if kinds.is_union_member(members, k) and k not in git and live[k] is not None]
+        if not gone or not new:
+            return
+        del self.out[before:]
+        self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
 
     def walk_list(self, git: list[Any], live: list[Any], path: Path, lpath: Path | None) -> None:
         rule = kinds.list_rule(self.kind, path)
@@ -221,15 +265,22 @@ def _cluster_scoped(kind: str, live: dict[str, Any]) -> bool:
     return kind in kinds.CLUSTER_SCOPED or (isinstance(meta, dict) and not meta.get("namespace"))
 
 
-def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[FieldDiff]:
-    """Field-level differences between normalized ``git`` and ``live`` objects."""
-    walker = _Walker(kind, ignore)
+def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[str, ...] = (),
+            moved_by: MovedBy | None = None) -> list[FieldDiff]:
+    """Field-level differences between normalized ``git`` and ``live`` objects.
+
+    ``moved_by(live_path)``, when given, says whether a manager other than an applier wrote
+    the live field there (``ownership.moved_by``): such a key only live is reported ``added``.
+    """
+    walker = _Walker(kind, ignore, moved_by)
     for key, value in git.items():
         if key in ("apiVersion", "kind", "status"):
             continue
         if key == "metadata" and isinstance(value, dict) and "namespace" in value and _cluster_scoped(kind, live):
             value = {k: v for k, v in value.items() if k != "namespace"}  # means nothing here
         walker.walk(value, live.get(key, MISSING), (key,), (key,))
+    skip = {"apiVersion", "kind", "status", "metadata", *kinds.DATA_MAPS.get(kind, ())}
+    walker.moved_keys(git, {k: v for k, v in live.items() if k not in skip}, (), ())
     for key in sorted(kinds.DATA_MAPS.get(kind, ())):
         if key not in git and not _empty(live.get(key, MISSING)) and not is_ignored((key,), ignore):
             walker.out.append(FieldDiff((key,), None, live[key], DriftClass.ADDED))

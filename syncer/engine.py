@@ -365,11 +365,13 @@ def _object_drifts(
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
     git = normalize(obj.data)
+    appliers = tuple(config.appliers)
     if memo:  # a copy: the readiness diffs below extend it
-        diffs = list(_COMPARED.get((obj.data, live), (ref.kind, ignore),
-                                   lambda: compare(ref.kind, git, normalize(live), ignore)))
+        diffs = list(_COMPARED.get((obj.data, live), (ref.kind, ignore, appliers),
+                                   lambda: compare(ref.kind, git, normalize(live), ignore,
+                                                   ownership.moved_by(live, appliers))))
     else:
-        diffs = compare(ref.kind, git, normalize(live), ignore)
+        diffs = compare(ref.kind, git, normalize(live), ignore, ownership.moved_by(live, appliers))
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:

@@ -13,6 +13,8 @@ diff, engine, report, config and manifests read these rules; nothing else holds 
                          or whole (atomic, the default for every list the table does not name).
 * ``QUANTITIES`` /      fields whose values are ``resource.Quantity`` or ``IntOrString``:
   ``INT_OR_STRING``      compared by value, not by spelling.
+* ``keeps_zero``         pointer fields whose zero value the server keeps (not equal to absence).
+* ``union_members``      unions (a volume's source): one member swapped for another is one change.
 """
 
 from __future__ import annotations
@@ -194,3 +196,117 @@ def is_quantity(path: Path, kind: str = "") -> bool:
 
 def is_int_or_string(path: Path) -> bool:
     return bool(path) and path[-1] in INT_OR_STRING
+
+
+#: Fields the built-in API types declare as pointers (``*bool``, ``*int32``, ``*int64``, ``*string``,
+#: pointer structs such as ``EmptyDirVolumeSource``): the API server keeps their zero value
+#: (``false``, ``0``, ``""``, ``{}``), so a zero declared in git and absent live is a difference
+#: (``runAsUser: 0`` is root; ``emptyDir: {}`` is a volume).  Every other ``omitempty`` field is
+#: dropped by the server when zero, and its zero equals absence.  Derived from the Go types of
+#: k8s.io/api v1.20.2 (the real-API tier's server): the JSON names that are a pointer in every
+#: struct that has them (tests/test_kept_zero.py re-derives the list from the source when present).
+KEPT_ZERO_FIELDS = frozenset(
+    {
+        "acquireTime", "activeDeadlineSeconds", "affinity", "aggregationRule", "allocateLoadBalancerNodePorts",
+        "allowPrivilegeEscalation", "allowVolumeExpansion", "appProtocol", "assigned", "attachError",
+        "attachRequired", "automountServiceAccountToken", "averageUtilization", "averageValue",
+        "awsElasticBlockStore", "azureDisk", "azureFile", "backoffLimit", "behavior", "cachingMode", "capabilities",
+        "cephfs", "cinder", "claimRef", "clientIP", "collisionCount", "completionTime", "completions", "config",
+        "configMap", "configMapKeyRef", "configMapRef", "configSource", "containerResource",
+        "controllerExpandSecretRef", "controllerPublishSecretRef", "csi", "currentAverageUtilization",
+        "currentCPUUtilizationPercentage", "dataSource", "defaultAllowPrivilegeEscalation", "defaultBackend",
+        "defaultMode", "defaultRuntimeClassName", "deleteOptions", "detachError", "distinguisherMethod",
+        "dnsConfig", "downwardAPI", "emptyDir", "enableServiceLinks", "endpointsNamespace", "ephemeral", "exec",
+        "expirationSeconds", "external", "failedJobsHistoryLimit", "failurePolicy", "fc", "fieldRef",
+        "flexVolume", "flocker", "fsGroupChangePolicy", "fsGroupPolicy", "gcePersistentDisk", "gitRepo",
+        "glusterfs", "gmsaCredentialSpec", "gmsaCredentialSpecName", "holderIdentity", "hostPath", "http",
+        "httpGet", "immutable", "ingressClassName", "initiatorName", "inlineVolumeSpec", "ipBlock",
+        "ipFamilyPolicy", "iscsi", "labelSelector", "lastKnownGood", "lastScaleTime", "lastScheduleTime",
+        "leaseDurationSeconds", "leaseTransitions", "lifecycle", "limitBytes", "limited", "livenessProbe",
+        "local", "localhostProfile", "manualSelector", "matchPolicy", "maxSurge", "maxUnavailable",
+        "metricSelector", "minAvailable", "minReplicas", "mode", "mountPropagation", "namespaceSelector", "nfs",
+        "nodeAffinity", "nodePublishSecretRef", "nodeStageSecretRef", "object", "objectSelector", "optional",
+        "parallelism", "pathType", "persistentVolumeClaim", "persistentVolumeName", "photonPersistentDisk",
+        "podAffinity", "podAntiAffinity", "podController", "podInfoOnMount", "pods", "portworxVolume",
+        "postStart", "preStop", "preemptionPolicy", "priority", "procMount", "progressDeadlineSeconds",
+        "projected", "queuing", "quobyte", "rbd", "readinessProbe", "reclaimPolicy", "reinvocationPolicy",
+        "related", "renewTime", "required", "requiresRepublish", "resourceFieldRef", "revisionHistoryLimit",
+        "rollingUpdate", "runAsGroup", "runAsNonRoot", "runAsUserName", "running", "runtimeClass",
+        "runtimeClassName", "scaleDown", "scaleIO", "scaleUp", "scheduling", "scope", "scopeSelector",
+        "seLinuxOptions", "seccompProfile", "secret", "secretKeyRef", "secretNamespace", "secretRef",
+        "securityContext", "selectPolicy", "series", "service", "serviceAccountToken", "serving",
+        "sessionAffinityConfig", "setHostnameAsFQDN", "shareProcessNamespace", "sideEffects", "sinceSeconds",
+        "sinceTime", "sizeLimit", "stabilizationWindowSeconds", "startTime", "started",
+        "startingDeadlineSeconds", "startupProbe", "storageCapacity", "storageos", "successfulJobsHistoryLimit",
+        "suspend", "tailLines", "targetAverageUtilization", "targetCPUUtilizationPercentage", "targetRef",
+        "tcpSocket", "terminated", "terminating", "terminationGracePeriodSeconds", "timeAdded",
+        "tolerationSeconds", "ttlSecondsAfterFinished", "url", "valueFrom", "volumeBindingMode",
+        "volumeClaimTemplate", "volumeMode", "vsphereVolume", "waiting", "windowsOptions",
+    }
+)
+#: Names that are a pointer in some structs only: kept where the path ends as given (same
+#: ``*`` convention as the list rules), dropped elsewhere (``readOnly`` of a VolumeMount is a
+#: plain bool; of a ``csi`` volume a pointer).
+_KEPT_ZERO_AT: tuple[tuple[str, ...], ...] = (
+    ("securityContext", "runAsUser"), ("securityContext", "fsGroup"), ("securityContext", "privileged"),
+    ("securityContext", "readOnlyRootFilesystem"),
+    ("csi", "readOnly"), ("csi", "fsType"), ("azureDisk", "readOnly"), ("azureDisk", "fsType"), ("azureDisk", "kind"),
+    ("local", "fsType"), ("fc", "lun"), ("hostPath", "type"),
+    ("rollingUpdate", "partition"),
+    ("volumeClaimTemplates", "*", "spec", "storageClassName"), ("volumeClaimTemplate", "spec", "storageClassName"),
+    ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"),
+    ("sessionAffinityConfig", "clientIP", "timeoutSeconds"), ("webhooks", "*", "timeoutSeconds"),
+    ("service", "port"), ("service", "path"),
+    ("dnsConfig", "options", "*", "value"),
+    ("from", "*", "podSelector"), ("to", "*", "podSelector"),
+    ("ingress", "*", "ports", "*", "port"), ("egress", "*", "ports", "*", "port"),
+    ("ingress", "*", "ports", "*", "protocol"), ("egress", "*", "ports", "*", "protocol"),
+    ("endpoints", "*", "hostname"), ("endpoints", "*", "nodeName"), ("conditions", "ready"),
+    ("backend", "resource"), ("defaultBackend", "resource"), ("metrics", "*", "resource"),
+    ("resource", "apiGroup"), ("parameters", "apiGroup"), ("dataSource", "apiGroup"),
+)
+#: The same, for one kind (``spec.replicas`` of a Deployment is a pointer: ``replicas: 0`` is kept).
+_KIND_KEPT_ZERO: dict[str, tuple[tuple[str, ...], ...]] = {
+    **{k: (("spec", "replicas"),) for k in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")},
+    "PersistentVolumeClaim": (("spec", "storageClassName"),),
+    "PodDisruptionBudget": (("spec", "selector"),),
+}
+
+
+def keeps_zero(kind: str, path: Path) -> bool:
+    """Does the API server keep a zero value (``false``, ``0``, ``""``, ``{}``) at ``path``
+    (a pointer field), so that it differs from absence?"""
+    if not path or not isinstance(path[-1], str):
+        return False
+    if path[-1] in KEPT_ZERO_FIELDS:
+        return True
+    g = _generic(path)
+    return any(g[-len(s):] == s for s in (*_KEPT_ZERO_AT, *_KIND_KEPT_ZERO.get(kind, ())))
+
+
+#: Unions (one member set at a time): a volume's source (every key but ``name``), a probe's or
+#: a lifecycle hook's handler.  One member replaced live by another is one difference of the
+#: whole item, never "removed" plus "added" (git would then hold two sources).
+_UNIONS: tuple[tuple[tuple[str, ...], frozenset[str] | None], ...] = (
+    (("volumes", "*"), None),
+    *(((probe,), frozenset({"exec", "httpGet", "tcpSocket", "grpc"}))
+      for probe in ("livenessProbe", "readinessProbe", "startupProbe")),
+    *((("lifecycle", hook), frozenset({"exec", "httpGet", "tcpSocket", "sleep"})) for hook in ("postStart", "preStop")),
+)
+
+
+def union_members(path: Path) -> frozenset[str] | None:
+    """The member keys of the union the map at ``path`` is (None: it is none); every key but
+    ``name`` for a volume."""
+    g = _generic(path)
+    for suffix, members in _UNIONS:
+        if g[-len(suffix):] == suffix:
+            return members if members is not None else _ALL_BUT_NAME
+    return None
+
+
+_ALL_BUT_NAME = frozenset({"*"})
+
+
+def is_union_member(members: frozenset[str], key: str) -> bool:
+    return key in members or (members is _ALL_BUT_NAME and key != "name")

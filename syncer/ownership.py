@@ -15,7 +15,7 @@ on every save), so it only counts while an applier owns it.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,3 +145,30 @@ def trusted_last_applied(live: dict[str, Any], appliers: Collection[str]) -> tup
         return base, ""
     when = f" at {who.time}" if who.time else ""
     return None, f"last-applied ignored: its annotation was last written by {who.manager}{when}, not by an applier"
+
+
+
+#: kubectl verbs that create objects (``kubectl create``, ``run``, ``expose``) and the
+#: placeholder the server names when a client-side-applied object is first server-side applied.
+#: At creation every field the server defaults is recorded as the creator's (seen on
+#: kube-apiserver v1.20: ``kubectl create`` owns ``dnsPolicy``, ``restartPolicy``, ...).
+CREATE_ONLY: tuple[str, ...] = ("kubectl-create", "kubectl-run", "kubectl-expose", "before-first-apply")
+
+
+def moved_by(live: dict[str, Any], appliers: Collection[str]) -> Callable[[Path], bool]:
+    """For ``diff.compare``: was the live field at a path last written by a person with a
+    kubectl verb that changes objects (``kubectl edit``, ``patch``, ``set``, ``scale``, ...: an
+    Update by ``kubectl-<verb>`` that is no applier and never creates)?
+
+    Those writers own exactly what they changed. Any other writer may have created the object
+    (``argocd`` with an Update in the shared pair acd-deployment, a controller, ``kubectl
+    create``) and then owns every server default as well, so what it owns tells no default
+    from a change: a key only live that such a manager owns stays unreported, as a default.
+    """
+
+    def moved(path: Path) -> bool:
+        who = owner(live, path, appliers)
+        return (who is not None and who.operation == "Update" and who.manager.startswith("kubectl-")
+                and not who.is_applier(appliers) and who.manager not in CREATE_ONLY)
+
+    return moved
