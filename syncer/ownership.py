@@ -161,9 +161,10 @@ def moved_by(live: dict[str, Any], appliers: Collection[str]) -> Callable[[Path]
     Update by ``kubectl-<verb>`` that is no applier and never creates)?
 
     Those writers own exactly what they changed. Any other writer may have created the object
-    (``argocd`` with an Update in the shared pair acd-deployment, a controller, ``kubectl
-    create``) and then owns every server default as well, so what it owns tells no default
-    from a change: a key only live that such a manager owns stays unreported, as a default.
+    (a controller or operator, ``kubectl create``; Argo CD 2.x's Update-mode ``argocd`` in the
+    shared pair acd-deployment owns ``dnsPolicy``, ``terminationMessagePath``, ...) and then owns
+    every server default as well, so what it owns tells no default from a change: a key only
+    live that such a manager owns stays unreported, as a default.
     """
 
     def moved(path: Path) -> bool:

@@ -145,7 +145,7 @@ def test_a_key_a_person_added_live_is_reported_where_git_has_no_such_key() -> No
     ("kubectl-client-side-apply", "Update"),  # an applier: git's pending change, never a live one
     ("janitor", "Apply"),                     # server-side apply
     ("kubectl-create", "Update"),             # a creator owns every default the server filled in
-    ("argocd", "Update"),                     # so may any other writer (shared pair acd-deployment)
+    ("my-operator", "Update"),                # so may any other writer (a controller that made it)
 ])
 def test_keys_only_live_owned_by_appliers_creators_or_nobody_stay_defaults(manager: str, operation: str) -> None:
     assert _compare(_env_added_live(manager, operation)) == {}
