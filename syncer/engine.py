@@ -366,12 +366,13 @@ def _object_drifts(
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
     git = normalize(obj.data)
     appliers = tuple(config.appliers)
+    # keys only live count where a person wrote them (the rule for items added live, below)
+    by_person = ownership.moved_by(live, appliers, lambda who: _added_by_person(who, appliers))
     if memo:  # a copy: the readiness diffs below extend it
         diffs = list(_COMPARED.get((obj.data, live), (ref.kind, ignore, appliers),
-                                   lambda: compare(ref.kind, git, normalize(live), ignore,
-                                                   ownership.moved_by(live, appliers))))
+                                   lambda: compare(ref.kind, git, normalize(live), ignore, by_person)))
     else:
-        diffs = compare(ref.kind, git, normalize(live), ignore, ownership.moved_by(live, appliers))
+        diffs = compare(ref.kind, git, normalize(live), ignore, by_person)
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:

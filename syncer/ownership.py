@@ -148,28 +148,27 @@ def trusted_last_applied(live: dict[str, Any], appliers: Collection[str]) -> tup
 
 
 
-#: kubectl verbs that create objects (``kubectl create``, ``run``, ``expose``) and the
-#: placeholder the server names when a client-side-applied object is first server-side applied.
-#: At creation every field the server defaults is recorded as the creator's (seen on
-#: kube-apiserver v1.20: ``kubectl create`` owns ``dnsPolicy``, ``restartPolicy``, ...).
-CREATE_ONLY: tuple[str, ...] = ("kubectl-create", "kubectl-run", "kubectl-expose", "before-first-apply")
 
-
-def moved_by(live: dict[str, Any], appliers: Collection[str]) -> Callable[[Path], bool]:
-    """For ``diff.compare``: was the live field at a path last written by a person with a
-    kubectl verb that changes objects (``kubectl edit``, ``patch``, ``set``, ``scale``, ...: an
-    Update by ``kubectl-<verb>`` that is no applier and never creates)?
+def moved_by(live: dict[str, Any], appliers: Collection[str],
+             person: Callable[[Owner], bool]) -> Callable[[Path], bool] | None:
+    """For ``diff.compare``: was the live field at a path last written by a ``person`` (the
+    engine's rule: an Update by an interactive editing tool, ``kubectl edit``/``patch``/``set``,
+    a console)?
 
     Those writers own exactly what they changed. Any other writer may have created the object
-    (a controller or operator, ``kubectl create``; Argo CD 2.x's Update-mode ``argocd`` in the
-    shared pair acd-deployment owns ``dnsPolicy``, ``terminationMessagePath``, ...) and then owns
-    every server default as well, so what it owns tells no default from a change: a key only
-    live that such a manager owns stays unreported, as a default.
+    or sent it whole (a controller or operator, ``kubectl create``/``replace``, an applier) and
+    then owns every default the server or admission filled in as well (seen on kube-apiserver
+    v1.20: ``kubectl create`` owns ``dnsPolicy``, ``restartPolicy``, ...; Argo CD 2.x's
+    Update-mode ``argocd`` in the shared pair acd-deployment owns ``terminationMessagePath``),
+    so what it owns tells no default from a change: a key only live that such a manager owns
+    stays unreported, as a default.  None when no entry is a person's (most objects): nothing to look up.
     """
+    if not any(person(Owner(str(e.get("manager") or "?"), str(e.get("operation") or ""), None))
+               for e in _entries(live) if e.get("subresource") != "status"):
+        return None
 
     def moved(path: Path) -> bool:
         who = owner(live, path, appliers)
-        return (who is not None and who.operation == "Update" and who.manager.startswith("kubectl-")
-                and not who.is_applier(appliers) and who.manager not in CREATE_ONLY)
+        return who is not None and person(who)
 
     return moved

@@ -24,6 +24,7 @@ from tests.test_compare_rules import _diff, _mf, _pr, _repo
 
 from syncer import kinds, ownership
 from syncer.diff import compare
+from syncer.engine import _added_by_person
 from syncer.manifests import parse_documents
 from syncer.model import DriftClass
 from syncer.normalize import normalize
@@ -94,8 +95,9 @@ def _pod(live: dict[str, Any]) -> dict[str, Any]:
 
 def _compare(live: dict[str, Any], git: str = GIT) -> dict[str, tuple[DriftClass, Any]]:
     obj = parse_documents(git, "web.yaml")[0]
+    appliers = ownership.DEFAULT_APPLIERS
     diffs = compare("Deployment", normalize(obj), normalize(live), (),
-                    ownership.moved_by(live, ownership.DEFAULT_APPLIERS))
+                    ownership.moved_by(live, appliers, lambda who: _added_by_person(who, appliers)))
     return {".".join(map(str, d.path)): (d.cls, d.live) for d in diffs}
 
 
@@ -145,6 +147,7 @@ def test_a_key_a_person_added_live_is_reported_where_git_has_no_such_key() -> No
     ("kubectl-client-side-apply", "Update"),  # an applier: git's pending change, never a live one
     ("janitor", "Apply"),                     # server-side apply
     ("kubectl-create", "Update"),             # a creator owns every default the server filled in
+    ("kubectl-replace", "Update"),            # a whole object sent: admission's additions are its own
     ("my-operator", "Update"),                # so may any other writer (a controller that made it)
 ])
 def test_keys_only_live_owned_by_appliers_creators_or_nobody_stay_defaults(manager: str, operation: str) -> None:
