@@ -56,8 +56,9 @@ def _entries(live: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in managed if isinstance(e, dict)] if isinstance(managed, list) else []
 
 
-def owns(node: Any, live: Any, path: Path) -> bool:
-    """Does a fieldsV1 ``node`` (rooted where ``live`` is) cover ``path``?"""
+def owns(node: Any, live: Any, path: Path, whole: bool = True) -> bool:
+    """Does a fieldsV1 ``node`` (rooted where ``live`` is) cover ``path``? With ``whole`` false,
+    only when it names ``path`` itself, not when it owns an atomic value around it."""
     for part in path:
         if not isinstance(node, dict):
             return False
@@ -65,7 +66,7 @@ def owns(node: Any, live: Any, path: Path) -> bool:
             # A leaf of the field set. Under it lies an atomic value (a list without keys, like
             # Endpoints' subsets): owned whole. A map is never atomic here; the server leaves
             # ``f:data: {}`` behind when other managers took every key: that owns no key.
-            return not isinstance(live, dict)
+            return whole and not isinstance(live, dict)
         if isinstance(part, str):
             node = node.get(f"f:{part}")
             live = live.get(part) if isinstance(live, dict) else None
@@ -92,18 +93,18 @@ def owns(node: Any, live: Any, path: Path) -> bool:
     return node is not None
 
 
-def owner(live: dict[str, Any], path: Path, appliers: Collection[str] = ()) -> Owner | None:
+def owner(live: dict[str, Any], path: Path, appliers: Collection[str] = (), whole: bool = True) -> Owner | None:
     """The newest managedFields entry owning ``path`` (None: no entry does, or none at all).
 
     Two entries can own the same field: managers that applied the same value, and (seen on
     kube-apiserver v1.20) an applier that regains the last-applied annotation next to the
     ``kubectl-edit`` that rewrote it when a third manager updates the object. The newest
-    wins; at the same second, a manager that is not an applier does.
+    wins; at the same second, a manager that is not an applier does. ``whole``: as in ``owns``.
     """
     best: Owner | None = None
     best_key: tuple[str, bool] = ("", False)
     for entry in _entries(live):
-        if entry.get("subresource") == "status" or not owns(entry.get("fieldsV1") or {}, live, path):
+        if entry.get("subresource") == "status" or not owns(entry.get("fieldsV1") or {}, live, path, whole):
             continue
         who = Owner(str(entry.get("manager") or "?"), str(entry.get("operation") or ""),
                     str(entry.get("time") or "") or None)
@@ -168,7 +169,9 @@ def moved_by(live: dict[str, Any], appliers: Collection[str],
         return None
 
     def moved(path: Path) -> bool:
-        who = owner(live, path, appliers)
+        # Named itself: the writer of an atomic list (LimitRange ``limits``) owns it whole,
+        # with every default the server filled in inside it (seen on kube-apiserver v1.20).
+        who = owner(live, path, appliers, whole=False)
         return who is not None and person(who)
 
     return moved

@@ -242,3 +242,20 @@ def test_the_pointer_table_is_what_the_go_types_of_the_real_server_say() -> None
                     if m:
                         pointer.setdefault(m.group(2), set()).add(m.group(1).startswith("*"))
     assert kinds.KEPT_ZERO_FIELDS == {name for name, kinds_of in pointer.items() if kinds_of == {True}}
+
+
+def test_a_key_inside_an_atomic_list_a_person_patched_is_still_a_default() -> None:
+    """kube-apiserver v1.20: after ``kubectl patch`` of one value in a LimitRange, kubectl-patch
+    owns the atomic ``limits`` list whole, with ``defaultRequest.memory`` the server filled in."""
+    git = parse_documents("apiVersion: v1\nkind: LimitRange\nmetadata: {name: limits}\nspec:\n  limits:\n"
+                          "    - type: Container\n      default: {memory: 1Gi}\n      max: {cpu: '2'}\n", "q.yaml")[0]
+    live = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits", "managedFields": [
+        _mf("kubectl-client-side-apply", APPLIED, {"f:metadata": {"f:annotations": {}}}),
+        _mf("kubectl-patch", CHANGED, {"f:spec": {"f:limits": {}}})]},
+        "spec": {"limits": [{"type": "Container", "default": {"memory": "1Gi"}, "defaultRequest": {"memory": "1Gi"},
+                             "max": {"cpu": "3"}}]}}
+    appliers = ownership.DEFAULT_APPLIERS
+    diffs = compare("LimitRange", normalize(git), normalize(live), (),
+                    ownership.moved_by(live, appliers, lambda who: _added_by_person(who, appliers)))
+    assert [(d.path, d.cls, d.live) for d in diffs] == [
+        (("spec", "limits", 0, "max", "cpu"), DriftClass.VALUE, "3")]
