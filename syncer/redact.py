@@ -50,6 +50,11 @@ _JOINED_ENDINGS = ("password", "passwd", "passphrase", "secret", "token", "apike
 #: ``DB_PASS``, ``DBPASS``, ``SMTP_PASS``: ``pass`` ending the key's last word, but not these
 #: English words (``BYPASS_CACHE`` is a near miss anyway: ``bypass`` is not its last word).
 _NOT_A_PASS = frozenset({"bypass", "compass", "overpass", "underpass", "trespass", "surpass", "encompass"})
+#: Words that make ``tokens`` a count, not a credential: a language model's ``MAX_TOKENS``,
+#: ``MAX_NEW_TOKENS``, ``TOKENS_PER_MINUTE``, ``NUM_CTX_TOKENS``, ``TOKEN_LIMIT`` are settings to sync.
+_COUNT_WORDS = frozenset({"max", "min", "num", "count", "limit", "limits", "budget", "total", "quota"})
+#: ...and these too, next to the plural (``TOKENS_PER_MINUTE``) but not the singular (``PER_USER_TOKEN``).
+_PLURAL_COUNT_WORDS = _COUNT_WORDS | {"per", "new", "context", "ctx", "rate", "bucket"}
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _PLAIN_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -69,6 +74,13 @@ _SECRET_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
 _TOKEN_LIKE_USER = re.compile(
     r"^(?:ghp_|gho_|ghs_|ghu_|github_pat_|glpat-)|^[A-Za-z0-9_\-]{20,}$"
 )
+
+
+def _counts(word: str, words: list[str]) -> bool:
+    """Is ``word`` a token *count* in a key of ``words`` (``MAX_TOKENS``), no secret's name?"""
+    if word.endswith("tokens"):
+        return any(w in _PLURAL_COUNT_WORDS for w in words)
+    return word.endswith("token") and any(w in _COUNT_WORDS for w in words)
 
 
 def key_words(key: str) -> list[str]:
@@ -116,6 +128,8 @@ def _joined_secret(words: list[str]) -> bool:
 def _secret_key(key: str, patterns: tuple[str, ...]) -> bool:
     """``is_secret_key``, remembered: PR text and reports ask about the same keys pass after pass."""
     words = key_words(key)
+    if any(w.endswith(("token", "tokens")) for w in words):
+        words = [w for w in words if not _counts(w, words)]
     if patterns[:len(DEFAULT_SECRET_PATTERNS)] == DEFAULT_SECRET_PATTERNS and _joined_secret(words):
         return True
     for pattern in patterns:

@@ -354,7 +354,8 @@ def test_slack_text_cannot_be_forged_by_a_value() -> None:
     assert "https://evil.example/pr" in shown and "evil.com" in shown and "⏎" in shown
 
 
-@pytest.mark.parametrize("key", ["DB_PASSWORD", "password", "API_KEY", "apiKey", "api-key", "GITHUB_TOKEN",
+@pytest.mark.parametrize("key", ["PER_USER_TOKEN", "NEW_TOKEN", "API_TOKENS", "DB_PASSWORD", "password", "API_KEY",
+                                 "apiKey", "api-key", "GITHUB_TOKEN",
                                  "client_secret", "AWS_SECRET_ACCESS_KEY", "PRIVATE_KEY", "tls.privateKey",
                                  "credentials.json", "redis-passwd", "SSH_KEY", "smtpPassphrase"])
 def test_secret_key_hits(key: str) -> None:
@@ -387,7 +388,9 @@ def test_secret_key_hits_written_as_one_word(key: str) -> None:
 
 @pytest.mark.parametrize("key", ["BYPASS_CACHE", "BYPASS", "COMPASS_HEADING", "TOKENIZER", "TOKENIZER_PATH",
                                  "PASSTHROUGH", "PASS_THROUGH", "SECRETARY_NAME", "SECRETARY", "PWD", "OLDPWD",
-                                 "PGPASSWORD_FILE", "APITOKEN_URL", "HTPASSWD_PATH", "PASSWORD_MIN_LENGTH"])
+                                 "PGPASSWORD_FILE", "APITOKEN_URL", "HTPASSWD_PATH", "PASSWORD_MIN_LENGTH",
+                                 "MAX_TOKENS", "MAX_NEW_TOKENS", "TOKENS_PER_MINUTE", "maxTokens", "TOKEN_LIMIT",
+                                 "NUM_CTX_TOKENS", "RATE_LIMIT_TOKENS"])
 def test_secret_key_near_misses_of_one_word_rules(key: str) -> None:
     """Decided: a word *ending* in a secret's name is one; a word starting with it
     (``TOKENIZER``, ``SECRETARY``, ``PASSTHROUGH``) is not; ``pass`` counts only ending the
