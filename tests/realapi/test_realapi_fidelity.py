@@ -10,19 +10,16 @@ Without kubectl on PATH these tests skip with the reason (CI installs it and run
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from syncer.cli import main
 from syncer.manifests import parse_documents
 
 from .cluster import RealCluster
-from .tools import require_tool
+from .tools import kubectl, require_tool, syncer_later
 
 pytestmark = pytest.mark.realapi
 
@@ -95,19 +92,6 @@ def _git(cwd: Path, *args: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _kubectl(kubeconfig: Path, *args: str) -> str:
-    done = subprocess.run([require_tool("kubectl"), "--kubeconfig", str(kubeconfig), *args], capture_output=True,
-                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def _syncer(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    return main(list(argv), now=later, stdout=out, stderr=io.StringIO()), out.getvalue()
-
-
 @pytest.fixture
 def applied(real_cluster: RealCluster, namespace: str, tmp_path: Path) -> tuple[Path, Path, Path]:
     """hosts/t with the manifests above, committed, pushed to a bare origin, applied with kubectl."""
@@ -125,31 +109,31 @@ def applied(real_cluster: RealCluster, namespace: str, tmp_path: Path) -> tuple[
     _git(work, "remote", "add", "origin", str(bare))
     _git(work, "push", "-q", "origin", "main")
     admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
-    _kubectl(admin, "apply", "-n", namespace, "-f", str(host / "web.yaml"))
+    kubectl(admin, "apply", "-n", namespace, "-f", str(host / "web.yaml"))
     return work, bare, admin
 
 
 def test_kubectl_applied_manifests_compare_equal(applied: tuple[Path, Path, Path], namespace: str) -> None:
     work, _, admin = applied
-    stored = json.loads(_kubectl(admin, "get", "-n", namespace, "deployment", "web", "-o", "json"))
+    stored = json.loads(kubectl(admin, "get", "-n", namespace, "deployment", "web", "-o", "json"))
     container = stored["spec"]["template"]["spec"]["containers"][0]
     # What the server made of it: the spelling differs, the values do not.
     assert container["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
     assert stored["spec"]["template"]["spec"]["volumes"][0]["configMap"]["defaultMode"] == 493
     assert "readOnly" not in container["volumeMounts"][0]
-    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin))
+    code, out = syncer_later("diff", "t", "--repo", str(work), "--kubeconfig", str(admin))
     assert code == 0, out
 
 
 def test_an_env_var_set_live_with_kubectl_is_proposed_whole(applied: tuple[Path, Path, Path], namespace: str,
                                                               tmp_path: Path) -> None:
     work, bare, admin = applied
-    _kubectl(admin, "set", "env", "-n", namespace, "deployment/web", "LEVEL=3")
-    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    kubectl(admin, "set", "env", "-n", namespace, "deployment/web", "LEVEL=3")
+    code, out = syncer_later("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
     drifts = json.loads(out)["drifts"]
     assert [(d["path"], d["class"], d["manager"], d["action"]) for d in drifts] == [
         ("spec.template.spec.containers[0].env[1]", "added", "kubectl-set", "write")]
-    code, out = _syncer("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "pr", "--forge",
+    code, out = syncer_later("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "pr", "--forge",
                         "none", "--remote", str(bare), "--clone-dir", str(tmp_path / "clone"))
     assert code == 0, out
     proposed = _git(bare, "show", "syncer/t:hosts/t/web.yaml")
@@ -257,24 +241,24 @@ def test_quantities_the_server_respells_are_no_drift_and_commit_writes_nothing(
     _git(work, "remote", "add", "origin", str(bare))
     _git(work, "push", "-q", "origin", "main")
     admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
-    _kubectl(admin, "apply", "-n", namespace, "-f", str(host / "q.yaml"))
-    stored = json.loads(_kubectl(admin, "get", "-n", namespace, "limitrange", "limits", "-o", "json"))
+    kubectl(admin, "apply", "-n", namespace, "-f", str(host / "q.yaml"))
+    stored = json.loads(kubectl(admin, "get", "-n", namespace, "limitrange", "limits", "-o", "json"))
     limit = stored["spec"]["limits"][0]
     assert (limit["default"], limit["max"], limit["maxLimitRequestRatio"]) == (
         {"cpu": "1", "memory": "1Gi"}, {"cpu": "2", "memory": "2Gi"}, {"cpu": "2"})
-    hpa = json.loads(_kubectl(admin, "get", "-n", namespace, "horizontalpodautoscalers.v2beta2.autoscaling", "web",
+    hpa = json.loads(kubectl(admin, "get", "-n", namespace, "horizontalpodautoscalers.v2beta2.autoscaling", "web",
                               "-o", "json"))
     assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageValue"] == "1"
-    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin))
+    code, out = syncer_later("diff", "t", "--repo", str(work), "--kubeconfig", str(admin))
     assert code == 0, out
-    code, out = _syncer("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "commit",
+    code, out = syncer_later("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "commit",
                         "--remote", str(bare), "--clone-dir", str(tmp_path / "clone"))
     assert code == 0, out
     assert _git(bare, "rev-list", "--count", "main") == "1"  # nothing committed
     # A real change of a quantity is still one: the cluster's 3 CPUs against git's "2.0".
-    _kubectl(admin, "patch", "-n", namespace, "limitrange", "limits", "--type", "json", "-p",
+    kubectl(admin, "patch", "-n", namespace, "limitrange", "limits", "--type", "json", "-p",
              '[{"op": "replace", "path": "/spec/limits/0/max/cpu", "value": "3"}]')
-    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    code, out = syncer_later("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
     assert [(d["path"], d["git"], d["live"]) for d in json.loads(out)["drifts"]] == [
         ("spec.limits[0].max.cpu", "2.0", "3")]
 
@@ -313,16 +297,16 @@ def test_default_tolerations_admission_adds_on_kubectl_apply_are_never_written(
     _git(work, "remote", "add", "origin", str(bare))
     _git(work, "push", "-q", "origin", "main")
     admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
-    _kubectl(admin, "create", "-n", namespace, "serviceaccount", "default")  # no controller-manager makes it
-    _kubectl(admin, "apply", "-n", namespace, "-f", str(host / "p.yaml"))
-    stored = json.loads(_kubectl(admin, "get", "-n", namespace, "pod", "p", "-o", "json"))
+    kubectl(admin, "create", "-n", namespace, "serviceaccount", "default")  # no controller-manager makes it
+    kubectl(admin, "apply", "-n", namespace, "-f", str(host / "p.yaml"))
+    stored = json.loads(kubectl(admin, "get", "-n", namespace, "pod", "p", "-o", "json"))
     assert [t["key"] for t in stored["spec"]["tolerations"]] == [
         "dedicated", "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
-    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    code, out = syncer_later("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
     drifts = json.loads(out)["drifts"]
     assert sorted((d["path"], d["class"], d["manager"], d["action"]) for d in drifts) == [
         ("spec.tolerations[1]", "added", "kubectl-client-side-apply", "report"),
         ("spec.tolerations[2]", "added", "kubectl-client-side-apply", "report")], out
-    code, out = _syncer("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "commit",
+    code, out = syncer_later("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "commit",
                         "--remote", str(bare), "--clone-dir", str(tmp_path / "clone"))
     assert _git(bare, "rev-list", "--count", "main") == "1", out  # nothing committed

@@ -10,21 +10,17 @@ absence.  Without kubectl on PATH these tests skip with the reason.
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
-import sys
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from syncer.cli import main
 from syncer.manifests import parse_documents
 
 from .cluster import RealCluster
-from .tools import require_tool
+from .tools import kubectl, require_tool, syncer_later
 
 pytestmark = pytest.mark.realapi
 
@@ -64,21 +60,6 @@ def _git(cwd: Path, *args: str) -> str:
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _kubectl(kubeconfig: Path, *args: str, editor: Path | None = None) -> str:
-    env = None if editor is None else {"KUBE_EDITOR": f"{sys.executable} {editor}", "PATH": "/usr/bin:/bin",
-                                       "HOME": str(kubeconfig.parent)}
-    done = subprocess.run([require_tool("kubectl"), "--kubeconfig", str(kubeconfig), *args], capture_output=True,
-                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL, env=env)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def _syncer(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    later = datetime.now(timezone.utc) + timedelta(minutes=11)
-    return main(list(argv), now=later, stdout=out, stderr=io.StringIO()), out.getvalue()
-
-
 @pytest.fixture
 def applied(real_cluster: RealCluster, namespace: str, tmp_path: Path) -> tuple[Path, Path, Path]:
     """hosts/t with the Deployment above, committed, pushed to a bare origin, applied with kubectl."""
@@ -95,19 +76,19 @@ def applied(real_cluster: RealCluster, namespace: str, tmp_path: Path) -> tuple[
     _git(work, "remote", "add", "origin", str(bare))
     _git(work, "push", "-q", "origin", "main")
     admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
-    _kubectl(admin, "apply", "-n", namespace, "-f", str(host / "web.yaml"))
+    kubectl(admin, "apply", "-n", namespace, "-f", str(host / "web.yaml"))
     return work, bare, admin
 
 
 def _drifts(work: Path, admin: Path) -> tuple[int, dict[str, tuple[str, str | None, str]]]:
-    code, out = _syncer("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    code, out = syncer_later("diff", "t", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
     doc = json.loads(out)
     assert doc["errors"] == []
     return code, {d["path"]: (d["class"], d["manager"], d["action"]) for d in doc["drifts"]}
 
 
 def _proposed(work: Path, bare: Path, admin: Path, tmp_path: Path) -> dict[str, Any]:
-    code, out = _syncer("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "pr", "--forge",
+    code, out = syncer_later("sync", "t", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "pr", "--forge",
                         "none", "--remote", str(bare), "--clone-dir", str(tmp_path / "clone"))
     assert code == 0, out
     text = _git(bare, "show", "syncer/t:hosts/t/web.yaml")
@@ -117,7 +98,7 @@ def _proposed(work: Path, bare: Path, admin: Path, tmp_path: Path) -> dict[str, 
 
 def test_applied_as_written_is_in_sync(applied: tuple[Path, Path, Path], namespace: str) -> None:
     work, _, admin = applied
-    stored = json.loads(_kubectl(admin, "get", "-n", namespace, "deployment", "web", "-o", "json"))
+    stored = json.loads(kubectl(admin, "get", "-n", namespace, "deployment", "web", "-o", "json"))
     pod = stored["spec"]["template"]["spec"]
     # What the server keeps (pointer fields) and drops (a plain omitempty bool), and the source
     # it fills in for a volume that declares none: none of it a difference.
@@ -131,7 +112,7 @@ def test_applied_as_written_is_in_sync(applied: tuple[Path, Path, Path], namespa
 def test_kubectl_patch_removing_kept_zeros_and_swapping_a_volume_source_is_three_differences(
         applied: tuple[Path, Path, Path], namespace: str, tmp_path: Path) -> None:
     work, bare, admin = applied
-    _kubectl(admin, "patch", "-n", namespace, "deployment", "web", "--type=json", "-p", json.dumps([
+    kubectl(admin, "patch", "-n", namespace, "deployment", "web", "--type=json", "-p", json.dumps([
         {"op": "remove", "path": "/spec/template/spec/automountServiceAccountToken"},
         {"op": "remove", "path": "/spec/template/spec/containers/0/securityContext/allowPrivilegeEscalation"},
         {"op": "replace", "path": "/spec/template/spec/volumes/0", "value": {"name": "data", "hostPath": {"path": "/"}}},
@@ -165,7 +146,7 @@ def test_kubectl_edit_adding_keys_git_does_not_have_is_reported_and_proposed(
     work, bare, admin = applied
     editor = tmp_path / "editor.py"
     editor.write_text(EDITOR)
-    _kubectl(admin, "edit", "-n", namespace, "deployment/web", "-o", "json", editor=editor)
+    kubectl(admin, "edit", "-n", namespace, "deployment/web", "-o", "json", editor=editor)
     code, found = _drifts(work, admin)
     assert code == 1
     assert found == {

@@ -45,3 +45,30 @@ def require_tool(name: str) -> str:
         _missing(why)
     assert path is not None
     return path
+
+
+def kubectl(kubeconfig: "os.PathLike[str] | str", *args: str, editor: "os.PathLike[str] | str | None" = None) -> str:
+    """The real kubectl as a person runs it (``editor``: a script run as ``KUBE_EDITOR``); its
+    output, or the test fails with kubectl's error."""
+    env = None
+    if editor is not None:
+        import sys
+
+        env = {"KUBE_EDITOR": f"{sys.executable} {editor}", "PATH": "/usr/bin:/bin",
+               "HOME": os.path.dirname(os.fspath(kubeconfig))}
+    done = subprocess.run([require_tool("kubectl"), "--kubeconfig", os.fspath(kubeconfig), *args], capture_output=True,
+                          text=True, timeout=120, check=False, stdin=subprocess.DEVNULL, env=env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def syncer_later(*argv: str, minutes: float = 11) -> tuple[int, str]:
+    """``syncer *argv`` as if run ``minutes`` from now (past a 10 m stableFor); (exit code, stdout)."""
+    import io
+    from datetime import datetime, timedelta, timezone
+
+    from syncer.cli import main
+
+    out = io.StringIO()
+    later = datetime.now(timezone.utc) + timedelta(minutes=minutes)
+    return main(list(argv), now=later, stdout=out, stderr=io.StringIO()), out.getvalue()
