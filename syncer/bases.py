@@ -98,6 +98,8 @@ def decide(path: Path, git: Any, live: Any, evidence: Evidence, live_path: Path 
         hist = evidence.history(path)
         if hist is not None and hist[0] is GitSays.MOVED:
             return Verdict(Direction.CONFLICT, f"{LAST_APPLIED} vs {GIT_HISTORY}", f"{snap.why}; {hist[1]}")
+        if hist is not None and hist[0] is GitSays.UNREADABLE:  # never write on a history not read
+            return Verdict(Direction.UNKNOWN, f"{LAST_APPLIED} vs {GIT_HISTORY}", f"{snap.why}; {hist[1]}")
     if snap is not None and snap.direction is not Direction.CONFLICT:
         return snap
     owned = evidence.owner(path if live_path is None else live_path)
@@ -110,6 +112,8 @@ def decide(path: Path, git: Any, live: Any, evidence: Evidence, live_path: Path 
             return Verdict(Direction.GIT, OWNERSHIP, why)
         if says is GitSays.MOVED:
             return Verdict(Direction.CONFLICT, f"{OWNERSHIP} vs {GIT_HISTORY}", f"{why}; {hist_why}")
+        if says is GitSays.UNREADABLE:  # the cluster moved; whether git did too is unknown: never committed
+            return Verdict(Direction.UNKNOWN, f"{OWNERSHIP} vs {GIT_HISTORY}", f"{why}; {hist_why}")
         if says is GitSays.COPIED:
             return Verdict(Direction.CLUSTER, GIT_HISTORY, f"{hist_why}; {why}")
         if snap is not None:

@@ -79,7 +79,10 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, store: BaseS
         applied_at = classify.parse_time(when)
         if applied_at is None:
             return None
-        return judge(history.last_change(obj.file, obj.ref, path, applied_at, current=obj.data), applied_at)
+        said = judge(history.last_change(obj.file, obj.ref, path, applied_at, current=obj.data), applied_at)
+        if said is None and history.trouble:
+            return GitSays.UNREADABLE, f"git's history could not be read: {history.trouble}"
+        return said
 
     return bases.Evidence(snapshots, proposed, owner, git_history), note
 

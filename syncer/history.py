@@ -27,6 +27,7 @@ still decide.
 from __future__ import annotations
 
 import enum
+import hashlib
 import os
 import subprocess
 import threading
@@ -45,8 +46,8 @@ from syncer.model import ObjectRef, Path
 CALL_TIMEOUT_S = 15.0
 #: All of git's history for one detection: a hung remote must not hang a pass.
 BUDGET_S = 30.0
-#: Versions of one file read at most: older changes are "no answer".
-MAX_VERSIONS = 50
+#: Commits of an installation's history read at most: older changes are "no answer".
+MAX_COMMITS = 500
 _NOT_COMMITTED = "0" * 40
 _MISSING = object()
 
@@ -60,6 +61,7 @@ GitRunner = Callable[[list[str], float], "str | None"]
 class GitSays(str, enum.Enum):
     MOVED = "moved"  # git changed this value after the cluster last applied it
     COPIED = "copied"  # the value was last written by syncer, copying the cluster
+    UNREADABLE = "unreadable"  # the history exists but could not be read (time, fetch): never write on it
 
 
 @dataclass(frozen=True)
@@ -138,11 +140,29 @@ class _Lru(Generic[K, V]):
                 self._data.popitem(last=False)
 
 
-#: What a commit holds never changes: versions of objects by commit, and a file's log by the
-#: commit it starts from, are kept across passes (a sidecar pass asks again and again about the
-#: same drifted values; a new commit is a new key).
-_VERSIONS: _Lru[tuple[str, str, str, ObjectRef], Any] = _Lru(4096)
-_LOGS: _Lru[tuple[str, str, str], list[Commit]] = _Lru(1024)
+@dataclass(frozen=True)
+class Version:
+    """One version of a file on the first-parent line: the commit that made it, and its blob."""
+
+    commit: str
+    time: datetime
+    by_syncer: bool
+    blob: str  # all zeros when the commit deleted the file
+    created: bool  # the commit added the file
+    merged: str = ""  # a merge commit: its second parent (the branch it brought in)
+
+
+#: What a commit holds never changes: a scope's versions by the commit they start from, and
+#: objects by the blob they were read from (content-addressed), are kept across passes (a
+#: sidecar pass asks again and again about the same drifted values; a new commit is a new key).
+_VERSIONS: _Lru[tuple[str, ObjectRef], Any] = _Lru(4096)
+_LOGS: _Lru[tuple[str, str, str, str], "dict[str, list[Version]] | None"] = _Lru(64)
+_ZERO = "0" * 40
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a file's content (``git hash-object``)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 class GitHistory:
@@ -155,111 +175,158 @@ class GitHistory:
         self.syncer_subject = f"syncer({installation}): copy "
         self._git = git or local_git(repo)
         self._clock = clock
-        self._deadline = clock() + BUDGET_S
+        self._deadline: float | None = None  # BUDGET_S from the first git call (not from reading the cluster)
         self._head: str | None = head
-        self._logs: dict[str, list[Commit] | None] = {}
-        self._objects: dict[tuple[str, str, ObjectRef], Any] = {}
+        #: Why the last ``last_change`` could not read the history it needed (the budget spent,
+        #: an old version not fetched): then its None means "unreadable", not "no change".
+        self.trouble: str | None = None
+        self._scopes: dict[str, dict[str, list[Version]] | None] = {}
+        self._worktree: dict[tuple[str, ObjectRef], Any] = {}
 
     def _run(self, args: list[str]) -> str | None:
+        if self._deadline is None:
+            self._deadline = self._clock() + BUDGET_S
         left = self._deadline - self._clock()
         if left <= 0:
+            self.trouble = f"reading git's history took more than {BUDGET_S:.0f}s"
             return None
         return self._git(args, min(CALL_TIMEOUT_S, left))
 
-    def _log(self, file: str) -> list[Commit] | None:
-        """The commits that touched ``file`` on HEAD's first-parent line, newest first."""
-        if file not in self._logs:
+    def _versions(self, file: str) -> list[Version] | None:
+        """The versions of ``file`` on HEAD's first-parent line, newest first (None: unknown).
+
+        One ``git log --raw`` per installation directory and detection (and per commit across
+        passes) gives every file's versions with their blob ids."""
+        scope = "/".join(file.split("/")[:2])
+        if scope not in self._scopes:
             if self._head is None:
                 self._head = (self._run(["rev-parse", "--verify", "-q", "HEAD"]) or "").strip()
-            key = (str(self.repo), self._head, file)
-            commits = _LOGS.get(key) if self._head else None
-            if commits is None:
-                out = self._run(["log", "--first-parent", f"-n{MAX_VERSIONS}", "--format=%H%x09%ct%x09%s", "HEAD",
-                                 "--", file]) if self._head else None
-                if out is not None:
-                    commits = []
-                    for line in out.splitlines():
-                        sha, _, rest = line.partition("\t")
-                        stamp, _, subject = rest.partition("\t")
-                        if len(sha) == 40 and stamp.isdigit():
-                            commits.append((sha, datetime.fromtimestamp(int(stamp), timezone.utc),
-                                            subject.startswith(self.syncer_subject)))
-                    _LOGS.put(key, commits)
-            self._logs[file] = commits
-        return self._logs[file]
+            key = (str(self.repo), self._head, scope, self.syncer_subject)
+            found = _LOGS.get(key) if self._head else None
+            if found is None and self._head:
+                found = self._read_log(scope)
+                if found is not None:
+                    _LOGS.put(key, found)
+            self._scopes[scope] = found
+        histories = self._scopes[scope]
+        return None if histories is None else histories.get(file)
 
-    def _object(self, file: str, rev: str, ref: ObjectRef) -> Any:
-        """``ref`` as ``file`` declares it at ``rev`` ("" for the working tree), normalized as
-        detection compares it; ``_MISSING`` when absent; None when it cannot be read."""
-        key = (file, rev, ref)
-        shared = (str(self.repo), rev, file, ref)
-        if key not in self._objects and rev:
-            known = _VERSIONS.get(shared)
-            if known is not None:
-                self._objects[key] = known
-        if key not in self._objects:
-            from syncer.manifests import parse_documents
-            from syncer.normalize import normalize
+    def _read_log(self, scope: str) -> dict[str, list[Version]] | None:
+        # --relative: paths as the checkout (``--repo``, perhaps a subdirectory) names them
+        out = self._run(["-c", "core.quotePath=off", "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev",
+                         "--relative", f"-n{MAX_COMMITS}", "--format=%x1e%H%x1f%ct%x1f%P%x1f%s", str(self._head),
+                         "--", scope])
+        if out is None:
+            return None  # not a git repository, or no such history: nothing to tell
+        histories: dict[str, list[Version]] = {}
+        commits = out.split("\x1e")[1:]
+        for chunk in commits:
+            head, _, raw = chunk.partition("\n")
+            sha, stamp, parents, subject = (head.split("\x1f", 3) + ["", "", "", ""])[:4]
+            if len(sha) != 40 or not stamp.isdigit():
+                continue
+            when = datetime.fromtimestamp(int(stamp), timezone.utc)
+            merged = parents.split()[1] if len(parents.split()) == 2 else ""
+            for line in raw.splitlines():
+                meta, _, path = line.partition("\t")
+                fields = meta.split()
+                if not line.startswith(":") or len(fields) < 5:
+                    continue
+                histories.setdefault(path, []).append(Version(
+                    sha, when, subject.startswith(self.syncer_subject), fields[3], fields[4].startswith("A"), merged))
+        if len(commits) >= MAX_COMMITS:  # the oldest versions read may not be the first: say so
+            for versions in histories.values():
+                if not versions[-1].created:
+                    versions.append(Version("", datetime.min.replace(tzinfo=timezone.utc), False, "", False))
+        return histories
 
-            if rev:
-                text = self._run(["show", f"{rev}:{file}"])
+    def _blob_object(self, file: str, blob: str, ref: ObjectRef) -> Any:
+        """``ref`` as blob ``blob`` of ``file`` declares it, normalized as detection compares it;
+        ``_MISSING`` when absent (or the file deleted); None when it cannot be read."""
+        if blob == _ZERO:
+            return _MISSING
+        found = _VERSIONS.get((blob, ref))
+        if found is None:
+            text = self._run(["cat-file", "blob", blob])
+            found = _parse(text, file, ref) if text is not None else None
+            if found is not None:
+                _VERSIONS.put((blob, ref), found)
             else:
-                try:
-                    text = (self.repo / file).read_bytes().decode("utf-8")
-                except (OSError, UnicodeDecodeError):
-                    text = None
-            found: Any = None
-            if text is not None:
-                try:
-                    obj = _find(parse_documents(text, file), ref)
-                    found = obj if obj is _MISSING else normalize(obj)
-                except (SyncerError, RecursionError, ValueError):
-                    found = None
-            elif rev:
-                found = _MISSING if self._known_absent(file, rev) else None
-            self._objects[key] = found
-            if rev and found is not None:
-                _VERSIONS.put(shared, found)
-        return self._objects[key]
+                self.trouble = f"the version {blob[:12]} of {file} could not be read (not fetched, or not YAML)"
+        return found
 
-    def _known_absent(self, file: str, rev: str) -> bool:
-        """Did ``rev`` delete ``file`` (``git show`` fails for that reason, not for a fetch)?"""
-        out = self._run(["ls-tree", "--name-only", rev, "--", file])
-        return out is not None and not out.strip()
+    def _by_syncer(self, version: Version, file: str) -> bool:
+        """Was this version written by syncer: its own commit, a squash of its PR (the PR title
+        starts like its commits), or a merge that brought in only syncer's commits to the file?"""
+        if version.by_syncer:
+            return True
+        if not version.merged:
+            return False
+        out = self._run(["log", "--format=%s", f"{version.commit}^1..{version.merged}", "--", file])
+        subjects = [line for line in (out or "").splitlines() if line.strip()]
+        return bool(subjects) and all(line.startswith(self.syncer_subject) for line in subjects)
 
     def last_change(self, file: str, ref: ObjectRef, path: Path, since: datetime | None = None,
                     current: Any = None) -> LineChange | None:
         """The newest change to the value at ``path`` (in the normalized object ``ref`` that
         ``file`` declares), looking no further back than the first version older than
         ``since``; None when unknown or not changed since. ``current``: the object as the
-        working tree declares it, when the caller has it parsed already."""
-        if current is not None and (file, "", ref) not in self._objects:
-            from syncer.normalize import normalize
-
-            self._objects[(file, "", ref)] = normalize(current)
-        commits = self._log(file)
-        if commits is None:
+        working tree declares it, when the caller has it parsed already. When part of the
+        history needed could not be read, None with ``trouble`` saying why."""
+        self.trouble = None
+        versions = self._versions(file)
+        if not versions:
             return None
-        now = datetime.now(timezone.utc)
-        versions: list[tuple[str, datetime, bool]] = [("", now, False), *commits]
-        for i, (rev, when, by_syncer) in enumerate(versions):
-            newer = self._object(file, rev, ref)
-            if newer is None:
+        try:
+            data = (self.repo / file).read_bytes()
+        except OSError:
+            return None
+        if blob_id(data) != versions[0].blob:  # an uncommitted edit of the file: is it this value?
+            key = (file, ref)
+            if key not in self._worktree:
+                if current is not None:
+                    from syncer.normalize import normalize
+
+                    self._worktree[key] = normalize(current)
+                else:
+                    self._worktree[key] = _parse(data.decode("utf-8", "replace"), file, ref)
+            newer = self._worktree[key]
+            older = self._blob_object(file, versions[0].blob, ref)
+            if newer is None or older is None:
                 return None
-            if i + 1 >= len(versions):
-                return None  # the file's first version (or older than the versions read)
-            older = self._object(file, versions[i + 1][0], ref)
-            if older is None or older is _MISSING or newer is _MISSING:
-                # Before the object was declared in this repository (its first version: a
-                # repository made or moved after the cluster was applied) nothing is known:
-                # the object's arrival is no change of its values.
+            if newer is not _MISSING and older is not _MISSING and _differs(newer, older, path):
+                return LineChange(_NOT_COMMITTED, datetime.now(timezone.utc), False)
+        for i, version in enumerate(versions):
+            if version.created or i + 1 >= len(versions) or not versions[i + 1].commit:
+                # The file's first version, or older than the versions read: before the object
+                # was declared here nothing is known (a repository made or reorganised after
+                # the cluster was applied says nothing about who moved).
                 return None
-            a, b = _at(newer, path), _at(older, path)
-            if a != b or type(a) is not type(b):
-                return LineChange(rev or _NOT_COMMITTED, when, by_syncer)
-            if since is not None and when <= since:
+            newer = self._blob_object(file, version.blob, ref)
+            older = self._blob_object(file, versions[i + 1].blob, ref)
+            if newer is None or older is None or newer is _MISSING or older is _MISSING:
+                return None  # unreadable, or the object's arrival (or departure): no change of its values
+            if _differs(newer, older, path):
+                return LineChange(version.commit, version.time, self._by_syncer(version, file))
+            if since is not None and version.time <= since:
                 return None  # unchanged since before the apply
         return None
+
+
+def _parse(text: str, file: str, ref: ObjectRef) -> Any:
+    from syncer.manifests import parse_documents
+    from syncer.normalize import normalize
+
+    try:
+        obj = _find(parse_documents(text, file), ref)
+    except (SyncerError, RecursionError, ValueError):
+        return None
+    return obj if obj is _MISSING else normalize(obj)
+
+
+def _differs(newer: Any, older: Any, path: Path) -> bool:
+    a, b = _at(newer, path), _at(older, path)
+    return a != b or type(a) is not type(b)
 
 
 def judge(change: LineChange | None, applied_at: datetime | None) -> tuple[GitSays, str] | None:

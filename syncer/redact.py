@@ -53,6 +53,9 @@ _NOT_A_PASS = frozenset({"bypass", "compass", "overpass", "underpass", "trespass
 #: Words that make ``tokens`` a count, not a credential: a language model's ``MAX_TOKENS``,
 #: ``MAX_NEW_TOKENS``, ``TOKENS_PER_MINUTE``, ``NUM_CTX_TOKENS``, ``TOKEN_LIMIT`` are settings to sync.
 _COUNT_WORDS = frozenset({"max", "min", "num", "count", "limit", "limits", "budget", "total", "quota"})
+#: Words that make the token next to them a credential whatever else the key says.
+_CREDENTIAL_WORDS = frozenset({"api", "access", "auth", "bearer", "bot", "refresh", "session", "id", "oauth",
+                               "client", "service", "personal", "admin", "app", "user", "github", "gitlab", "slack"})
 #: ...and these too, next to the plural (``TOKENS_PER_MINUTE``) but not the singular (``PER_USER_TOKEN``).
 _PLURAL_COUNT_WORDS = _COUNT_WORDS | {"per", "new", "context", "ctx", "rate", "bucket"}
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -77,10 +80,18 @@ _TOKEN_LIKE_USER = re.compile(
 
 
 def _counts(word: str, words: list[str]) -> bool:
-    """Is ``word`` a token *count* in a key of ``words`` (``MAX_TOKENS``), no secret's name?"""
+    """Is ``word`` a token *count* in a key of ``words`` (``MAX_TOKENS``), no secret's name?
+    Never after a word that names a credential (``API_TOKENS``, ``TOTAL_ACCESS_TOKEN``); a
+    singular ``token`` only right after ``max``/``min``/``num`` or right before a count word
+    (``MAX_TOKEN``, ``TOKEN_LIMIT``; not ``RATE_LIMIT_TOKEN``)."""
+    i = words.index(word)
+    before = words[i - 1] if i > 0 else ""
+    after = words[i + 1] if i + 1 < len(words) else ""
+    if before in _CREDENTIAL_WORDS or word in ("apitoken", "accesstoken", "authtoken", "bottoken"):
+        return False
     if word.endswith("tokens"):
         return any(w in _PLURAL_COUNT_WORDS for w in words)
-    return word.endswith("token") and any(w in _COUNT_WORDS for w in words)
+    return word.endswith("token") and (before in ("max", "min", "num") or after in _COUNT_WORDS)
 
 
 def key_words(key: str) -> list[str]:

@@ -412,3 +412,66 @@ def test_a_key_syncer_copied_then_a_person_removed_is_not_copied_back(tmp_path: 
     code, doc, _ = run("diff", "t", "--repo", str(work), "--live-file", str(live), "-o", "json")
     [drift] = json.loads(doc)["drifts"]
     assert (drift["path"], drift["direction"], drift["base"]) == ("data.K", "conflict", "last-applied vs git-history")
+
+
+def test_the_history_budget_starts_with_the_first_git_call(tmp_path: Path) -> None:
+    """Was: the 30 s ran from construction, before the cluster was read; a slow read left no
+    time, history said nothing, and the verdict let a live value over a person's change."""
+    work, _ = _history_repo(tmp_path, [
+        ('  A: "1"\n', "app", "2026-07-01T00:00:00Z"), ('  A: "2"\n', "two", "2026-07-08T00:00:00Z")])
+    now = [0.0]
+    h = GitHistory(work, "t", clock=lambda: now[0])
+    now[0] += 3600  # reading a big cluster took an hour
+    change = h.last_change("hosts/t/cm.yaml", APP, ("data", "A"))
+    assert change is not None and change.time == datetime(2026, 7, 8, tzinfo=timezone.utc) and h.trouble is None
+
+
+def test_a_history_that_cannot_be_read_never_lets_a_live_value_be_committed(tmp_path: Path) -> None:
+    """A person's blob-less checkout (nothing fetched): the old version needed is missing, so
+    the answer is "unknown" (proposed, never committed), not "the cluster moved"."""
+    from tests.helpers import run
+
+    # values no other test uses: versions are remembered by content, across repositories
+    work, bare = _history_repo(tmp_path, [
+        ('  A: "partial"\n', "app", "2026-07-01T00:00:00Z"),
+        ('  A: "partial"\n  K: y\n', "syncer(t): copy 1 live value(s) back from the cluster", "2026-07-06T00:00:00Z"),
+        ('  A: "partial"\n', "K is not wanted", "2026-07-07T00:00:00Z")])
+    apply = entry("kubectl-client-side-apply", applied_fields("A"), "2026-07-02T00:00:00Z")
+    live = _live({"A": "partial", "K": "y"}, {"A": "partial"}, [apply, entry("kubectl-edit", {"f:data": {"f:K": {}}},
+                                                                             "2026-07-05T00:00:00Z")], tmp_path)
+    partial = tmp_path / "partial"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{bare}", str(partial))
+    code, doc, _ = run("diff", "t", "--repo", str(partial), "--live-file", str(live), "-o", "json")
+    [drift] = json.loads(doc)["drifts"]
+    assert (drift["direction"], drift["base"]) == ("unknown", "last-applied vs git-history")
+    assert "could not be read" in drift["base_why"]
+
+
+def test_a_syncer_pr_merged_with_a_merge_commit_is_syncer_s_copy(tmp_path: Path) -> None:
+    """Was: the first-parent log saw only "Merge pull request #N", a person's change after the
+    apply, so every later live edit of that value was a conflict."""
+    work, _ = _history_repo(tmp_path, [('  A: "1"\n', "app", "2026-07-01T00:00:00Z")])
+    git(work, "checkout", "-q", "-b", "syncer/t")
+    (work / "hosts" / "t" / "cm.yaml").write_text(CM_TEXT.format(data='  A: "2"\n'))
+    git(work, "commit", "-qam", "syncer(t): copy 1 live value(s) back from the cluster", when="2026-07-06T00:00:00Z")
+    git(work, "checkout", "-q", "main")
+    git(work, "merge", "-q", "--no-ff", "-m", "Merge pull request #7 from acme/syncer/t", "syncer/t",
+        when="2026-07-07T00:00:00Z")
+    change = GitHistory(work, "t").last_change("hosts/t/cm.yaml", APP, ("data", "A"))
+    assert change is not None and change.by_syncer
+    assert judge(change, datetime(2026, 7, 2, tzinfo=timezone.utc))[0] is GitSays.COPIED  # type: ignore[index]
+
+
+def test_history_reads_a_checkout_in_a_subdirectory_of_the_repository(tmp_path: Path) -> None:
+    """Was: with ``--repo`` a subdirectory (hosts/ under mono/k8s/), paths named from the
+    repository root never matched, and history never answered."""
+    root = tmp_path / "mono"
+    sub = root / "k8s" / "hosts" / "t"
+    sub.mkdir(parents=True)
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    for value, when in (('"1"', "2026-07-01T00:00:00Z"), ('"2"', "2026-07-08T00:00:00Z")):
+        (sub / "cm.yaml").write_text(CM_TEXT.format(data=f"  A: {value}\n"))
+        git(root, "add", ".")
+        git(root, "commit", "-qm", value, when=when)
+    change = GitHistory(root / "k8s", "t").last_change("hosts/t/cm.yaml", APP, ("data", "A"))
+    assert change is not None and change.time == datetime(2026, 7, 8, tzinfo=timezone.utc)

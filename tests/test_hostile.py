@@ -354,7 +354,8 @@ def test_slack_text_cannot_be_forged_by_a_value() -> None:
     assert "https://evil.example/pr" in shown and "evil.com" in shown and "⏎" in shown
 
 
-@pytest.mark.parametrize("key", ["PER_USER_TOKEN", "NEW_TOKEN", "API_TOKENS", "DB_PASSWORD", "password", "API_KEY",
+@pytest.mark.parametrize("key", ["PER_USER_TOKEN", "NEW_TOKEN", "API_TOKENS", "RATE_LIMIT_TOKEN", "rateLimitToken",
+                                 "QUOTA_API_TOKEN", "TOTAL_ACCESS_TOKEN", "MAX_API_TOKENS", "DB_PASSWORD", "password", "API_KEY",
                                  "apiKey", "api-key", "GITHUB_TOKEN",
                                  "client_secret", "AWS_SECRET_ACCESS_KEY", "PRIVATE_KEY", "tls.privateKey",
                                  "credentials.json", "redis-passwd", "SSH_KEY", "smtpPassphrase"])

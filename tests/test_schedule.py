@@ -161,3 +161,13 @@ def test_stable_deadline_is_the_first_future_change_time_plus_stable_for() -> No
     assert stable_deadline(drifts[:2], 300.0, {}, now.timestamp()) == datetime(
         2026, 8, 21, 7, 3, tzinfo=timezone.utc).timestamp()
     assert stable_deadline(drifts[2:4], 300.0, {}, now.timestamp()) is None
+
+
+def test_a_new_leader_asking_during_a_pass_that_then_fails_is_not_made_to_wait() -> None:
+    """Was: ``failed`` set the retry over a request made while the pass ran, so a new leader
+    sat out the backoff (up to ``retry_cap``)."""
+    s = started()
+    s.started(T0 + 1)
+    s.request("requested")  # leadership changed while the pass was running
+    assert s.failed(T0 + 2, transient=True) == 5
+    assert s.due(T0 + 2) == "requested"

@@ -113,7 +113,8 @@ class Schedule:
         if not transient:
             return 0.0
         delay = min(self.timing.retry_cap, self.timing.retry_base * 2.0 ** (self.failures - 1))
-        self.retry_at, self.force = now + delay, "retry"
+        # a request that runs at once, made while this pass ran (a new leader), is not lost
+        self.retry_at, self.force = now + delay, self.force if self.force in IMMEDIATE else "retry"
         return delay
 
     def crashed(self, now: float) -> None:
