@@ -152,17 +152,18 @@ def load_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth
 MAX_NODES = 500_000
 
 
-def check_nodes(data: Any, what: str, limit: int = MAX_NODES) -> None:
+def check_nodes(data: Any, what: str, limit: int = MAX_NODES, max_depth: int = MAX_JSON_DEPTH) -> None:
     """``InputRejected`` when ``data``, with every alias expanded, holds more than ``limit``
-    values. Stops counting at the limit: linear in ``limit`` at worst, no recursion."""
-    stack = [data]
+    values, or nests deeper than ``max_depth`` (comparing it would recurse that deep). Stops
+    counting at the limit: linear in ``limit`` at worst, no recursion."""
+    stack = [(data, 0)]
     count = 0
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
         count += 1
         if count > limit:
             raise InputRejected(f"{what}: more than {limit} values (an alias bomb?); not compared", transient=False)
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+        if isinstance(node, (dict, list)):
+            if depth >= max_depth:
+                raise InputRejected(f"{what}: nested deeper than {max_depth} levels; not compared", transient=False)
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))

@@ -1185,3 +1185,20 @@ def test_a_deeply_nested_object_from_the_api_costs_only_itself() -> None:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def test_an_object_nested_deeper_than_the_limit_is_refused_before_comparing() -> None:
+    """An API answer is parsed by json's C decoder alone (no scan first: it cost more than the
+    parse); an object nested past ``MAX_JSON_DEPTH`` that parses is refused per object before
+    comparing recurses into it."""
+    from syncer.bounds import MAX_JSON_DEPTH, InputRejected, check_nodes
+
+    deep: Any = "leaf"
+    for _ in range(MAX_JSON_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(InputRejected, match=f"live object: nested deeper than {MAX_JSON_DEPTH} levels"):
+        check_nodes({"data": deep}, "live object")
+    shallow: Any = "leaf"
+    for _ in range(MAX_JSON_DEPTH - 2):
+        shallow = {"k": shallow}
+    check_nodes({"data": shallow}, "live object")  # within the limit: accepted
