@@ -115,9 +115,11 @@ def owner(live: dict[str, Any], path: Path, appliers: Collection[str] = (), whol
 
 
 def last_apply_time(live: dict[str, Any], appliers: Collection[str]) -> str | None:
-    """When an applier last changed the object (the newest applier entry), if any did."""
+    """When an applier last changed the object (the newest applier entry), if any did. A
+    controller's server-side apply of the status subresource is no apply of the manifest."""
     times = [str(e.get("time")) for e in _entries(live)
-             if e.get("time") and (e.get("operation") == "Apply" or e.get("manager") in appliers)]
+             if e.get("time") and not e.get("subresource")
+             and (e.get("operation") == "Apply" or e.get("manager") in appliers)]
     return max(times) if times else None
 
 

@@ -475,3 +475,15 @@ def test_history_reads_a_checkout_in_a_subdirectory_of_the_repository(tmp_path: 
         git(root, "commit", "-qm", value, when=when)
     change = GitHistory(root / "k8s", "t").last_change("hosts/t/cm.yaml", APP, ("data", "A"))
     assert change is not None and change.time == datetime(2026, 7, 8, tzinfo=timezone.utc)
+
+
+def test_a_status_apply_is_no_apply_of_the_manifest() -> None:
+    """A controller applying ``status`` server-side (``subresource: status``, Kubernetes 1.22+)
+    would otherwise move the "last apply" past a git change and hide it."""
+    from syncer.ownership import last_apply_time
+
+    apply = entry("kubectl-client-side-apply", applied_fields("A"), "2026-07-02T00:00:00Z")
+    status = {**entry("my-controller", {"f:status": {"f:ready": {}}}, "2026-07-09T00:00:00Z", operation="Apply"),
+              "subresource": "status"}
+    live = configmap({"A": "1"}, {"A": "1"}, [apply, status])
+    assert last_apply_time(live, APPLIERS) == "2026-07-02T00:00:00Z"
