@@ -994,24 +994,29 @@ def _edited_deployment() -> dict[str, Any]:
             "env": [{"name": "DB_PASSWORD", "value": "hunter2-LIVE"}, {"name": "MODE", "value": "b"}]}]}}}}
 
 
+def _with_web_deployment(repo: Path, tmp_path: Path) -> None:
+    """``web`` (DEPLOYMENT) in asgard, tracked ``writeback``, committed on 2026-08-01 (before
+    the live edits of ``_edited_deployment``) and pushed."""
+    import subprocess
+
+    host = repo / "hosts" / "asgard"
+    (host / "web.yaml").write_text(DEPLOYMENT)
+    conf = host / "syncer.conf"
+    conf.write_text(conf.read_text().replace("  Deployment: report\n", "  Deployment: writeback\n"))
+    git(repo, "add", ".")
+    when = {"GIT_COMMITTER_DATE": "2026-08-01T00:00:00Z", "GIT_AUTHOR_DATE": "2026-08-01T00:00:00Z"}
+    subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", "commit", "-qm", "web"],
+                   cwd=repo, env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path), **when}, check=True)
+    git(repo, "push", "-q", "origin", "main")
+
+
 def test_env_values_named_like_secrets_are_never_copied_and_api_fields_are_shown(asgard_repo: Path,
                                                                                  tmp_path: Path) -> None:
     """Was: a Deployment's ``DB_PASSWORD`` env value edited live was shown in cleartext and
     (cluster moved) copied into git, while ``automountServiceAccountToken`` -- a boolean of
     the API -- was shown as ``‹redacted›`` in ``-o json``, webhooks and the PR body, because
     the outputs judged secrets a second time, by any word of the dotted path."""
-    import subprocess
-
-    host = asgard_repo / "hosts" / "asgard"
-    (host / "web.yaml").write_text(DEPLOYMENT)
-    conf = host / "syncer.conf"
-    conf.write_text(conf.read_text().replace("  Deployment: report\n", "  Deployment: writeback\n"))
-    git(asgard_repo, "add", ".")
-    when = {"GIT_COMMITTER_DATE": "2026-08-01T00:00:00Z", "GIT_AUTHOR_DATE": "2026-08-01T00:00:00Z"}
-    subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", "commit", "-qm", "web"],
-                   cwd=asgard_repo, env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path), **when},
-                   check=True)
-    git(asgard_repo, "push", "-q", "origin", "main")
+    _with_web_deployment(asgard_repo, tmp_path)
     live = live_file(tmp_path, [*example_items(), _edited_deployment()])
 
     code, doc, err = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "-o", "json")
@@ -1075,18 +1080,7 @@ def test_a_secret_nested_in_a_whole_item_added_live_is_never_copied_nor_shown(as
     judged, so a second container added live by ``kubectl edit`` with an env var
     ``DB_PASSWORD`` was one ``write`` drift ``containers[1]``: the password went into the file
     and showed in JSON, text, the PR body and the commit message."""
-    import subprocess
-
-    host = asgard_repo / "hosts" / "asgard"
-    (host / "web.yaml").write_text(DEPLOYMENT)
-    conf = host / "syncer.conf"
-    conf.write_text(conf.read_text().replace("  Deployment: report\n", "  Deployment: writeback\n"))
-    git(asgard_repo, "add", ".")
-    when = {"GIT_COMMITTER_DATE": "2026-08-01T00:00:00Z", "GIT_AUTHOR_DATE": "2026-08-01T00:00:00Z"}
-    subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", "commit", "-qm", "web"],
-                   cwd=asgard_repo, env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(tmp_path), **when},
-                   check=True)
-    git(asgard_repo, "push", "-q", "origin", "main")
+    _with_web_deployment(asgard_repo, tmp_path)
     live = live_file(tmp_path, [*example_items(), _deployment_with_a_sidecar_added_live()])
 
     code, doc, err = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "-o", "json")
