@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,13 +56,14 @@ def _env(identity: Identity) -> dict[str, str]:
 
 
 def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
-            raw: bool = False) -> str:
+            raw: bool = False, env: Mapping[str, str] | None = None) -> str:
     """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure.
-    The output without its final newline, or exactly as git wrote it (``raw``: a file's text)."""
+    The output without its final newline, or exactly as git wrote it (``raw``: a file's text).
+    ``env``: more environment for this one command."""
     cmd = ["git", "-c", f"core.hooksPath={NO_HOOKS}", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always",
            "-c", f"http.userAgent={USER_AGENT}", *args]
     try:
-        done = subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **_env(identity)},
+        done = subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **_env(identity), **(env or {})},
                               capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
@@ -79,6 +80,22 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
                        transient=_transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")
+
+
+def history_runner(path: Path, identity: Identity = Identity(),
+                   fetch: bool = False) -> "Callable[[list[str], float], str | None]":
+    """Git as the history base (syncer/history.py) runs it in ``path``: a file's text exactly as
+    stored, None on any failure (no answer, never an error). Without ``fetch`` (a person's
+    checkout) a partial clone's missing versions are not fetched: that would ask for
+    credentials or stall on a remote."""
+    extra = None if fetch else {"GIT_NO_LAZY_FETCH": "1"}
+
+    def run(args: list[str], timeout: float) -> str | None:
+        try:
+            return run_git(args, path, identity, timeout, raw=True, env=extra)
+        except GitError:
+            return None
+    return run
 
 
 def remote_default_branch(remote: str, identity: Identity = Identity()) -> str:
@@ -115,14 +132,8 @@ class Workspace:
 
     def history_git(self) -> "Callable[[list[str], float], str | None]":
         """Git for the history base (syncer/history.py) in this clone: it may fetch an old
-        version of a file the blob-less clone lacks, with this clone's credentials; a failure
-        is None (no answer), never an error."""
-        def run(args: list[str], timeout: float) -> str | None:
-            try:
-                return run_git(args, self.path, self.identity, timeout, raw=True)
-            except GitError:
-                return None
-        return run
+        version of a file the blob-less clone lacks, with this clone's credentials."""
+        return history_runner(self.path, self.identity, fetch=True)
 
     @classmethod
     def open_or_clone(cls, remote: str, base: str, dest: Path, identity: Identity = Identity(),

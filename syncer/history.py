@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import os
-import subprocess
 import threading
 import time
 from collections import OrderedDict
@@ -74,19 +72,10 @@ class LineChange:
 
 
 def local_git(repo: FsPath) -> GitRunner:
-    """Git in a person's checkout: local objects only (a partial clone's missing versions are
-    not fetched: that would ask for credentials or stall on a remote), no prompts."""
-    env = {**os.environ, "GIT_NO_LAZY_FETCH": "1", "GIT_TERMINAL_PROMPT": "0"}
+    """Git in a person's checkout: local objects only, no prompts (``gitrepo.history_runner``)."""
+    from syncer.gitrepo import history_runner
 
-    def run(args: list[str], timeout: float) -> str | None:
-        try:
-            proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=repo, env=env,
-                                  capture_output=True, text=True, encoding="utf-8", errors="replace",
-                                  timeout=timeout, check=False, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return proc.stdout if proc.returncode == 0 else None
-    return run
+    return history_runner(repo)
 
 
 def _find(docs: list[Any], ref: ObjectRef) -> Any:
