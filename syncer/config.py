@@ -18,6 +18,7 @@ deprecation warning, because it breaks ``kubectl apply -f hosts/<installation>/`
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import logging
 import re
@@ -41,9 +42,11 @@ CONFIG_NAME = "syncer.conf"
 LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
-_TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers"}
+_TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers",
+             "untracked"}
 _CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
-_IGNORE_KEYS = {"kind", "name", "namespace", "pointers"}
+_IGNORE_KEYS = {"kind", "name", "namespace", "pointers", "labels", "annotations"}
+_UNTRACKED_KEYS = {"mode", "kinds"}
 
 
 def parse_duration(text: str, where: str) -> float:
@@ -71,19 +74,57 @@ class Candidates:
     explicit: bool = True
 
 
+#: A selector of an ignore rule: label (or annotation) key -> the value it must have, or None
+#: for "present with any value".
+Selector = tuple[tuple[str, str | None], ...]
+
+
+def _selected(selector: Selector, found: Any) -> bool:
+    if not selector:
+        return True
+    if not isinstance(found, dict):
+        return False
+    return all(key in found and (want is None or found[key] == want) for key, want in selector)
+
+
 @dataclass(frozen=True)
 class IgnoreRule:
+    """``pointers`` of the objects it matches are not compared; a rule without pointers
+    leaves the whole object out of the untracked objects (``untracked:``)."""
+
     kind: str
     name: str | None
     namespace: str | None
     pointers: tuple[str, ...]
+    labels: Selector = ()
+    annotations: Selector = ()
 
-    def matches(self, kind: str, namespace: str, name: str) -> bool:
-        return (
-            self.kind in (kind, "*")
-            and (self.name is None or self.name == name)
-            and (self.namespace is None or self.namespace == namespace)
-        )
+    def matches(self, kind: str, namespace: str, name: str, metadata: Any = None) -> bool:
+        """Does the rule cover this object? A rule with label or annotation selectors needs the
+        object's ``metadata`` (the live one) to match."""
+        if not (self.kind in (kind, "*")
+                and (self.name is None or self.name == name)
+                and (self.namespace is None or self.namespace == namespace)):
+            return False
+        if not (self.labels or self.annotations):
+            return True
+        meta = metadata if isinstance(metadata, dict) else {}
+        return _selected(self.labels, meta.get("labels")) and _selected(self.annotations, meta.get("annotations"))
+
+
+class UntrackedMode(str, enum.Enum):
+    """What ``untracked:`` does with live objects git does not declare."""
+
+    IGNORE = "ignore"  # nothing (the default)
+    REPORT = "report"  # list them as drifts of class ``untracked``
+    PROPOSE = "propose"  # also write each (never a Secret) as a new file
+
+
+@dataclass(frozen=True)
+class Untracked:
+    mode: UntrackedMode = UntrackedMode.IGNORE
+    #: The kinds looked at; empty: every kind the installation tracks, plus Secrets (names only).
+    kinds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,16 +140,17 @@ class Config:
     #: managedFields managers that write what git declares (besides any ``Apply`` operation):
     #: a field they own holds what was applied, so a difference there is git's pending change.
     appliers: tuple[str, ...] = DEFAULT_APPLIERS
+    untracked: Untracked = Untracked()
 
     def track_for(self, kind: str) -> Track:
         if kind in NEVER_WRITTEN:
             return Track.REPORT
         return self.track.get(kind, Track.REPORT)
 
-    def ignored_pointers(self, kind: str, namespace: str, name: str) -> tuple[str, ...]:
+    def ignored_pointers(self, kind: str, namespace: str, name: str, metadata: Any = None) -> tuple[str, ...]:
         out: list[str] = []
         for rule in self.ignore:
-            if rule.matches(kind, namespace, name):
+            if rule.matches(kind, namespace, name, metadata):
                 out.extend(rule.pointers)
         return tuple(out)
 
@@ -219,7 +261,9 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
         for p in pointers:
             if not isinstance(p, str) or not p.startswith("/"):
                 raise ConfigError(f"{where}.pointers: {p!r} is not a JSON pointer (must start with '/')")
-        ignore.append(IgnoreRule(str(item["kind"]), item.get("name"), item.get("namespace"), tuple(pointers)))
+        ignore.append(IgnoreRule(str(item["kind"]), item.get("name"), item.get("namespace"), tuple(pointers),
+                                 _selector(item.get("labels"), f"{where}.labels"),
+                                 _selector(item.get("annotations"), f"{where}.annotations")))
 
     secret_keys = tuple(str(s) for s in _expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list"))
     appliers = DEFAULT_APPLIERS
@@ -229,8 +273,42 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
             if not isinstance(name, str) or not name.strip():
                 raise ConfigError(f"{source}: appliers[{i}]: expected a field manager name, got {name!r}")
         appliers = tuple(items)
+    untracked = _untracked(raw.get("untracked"), f"{source}: untracked")
     return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source,
-                  appliers)
+                  appliers, untracked)
+
+
+def _selector(raw: Any, where: str) -> Selector:
+    """``{app: web, team: null}`` -> the pairs an ignore rule's labels/annotations must hold."""
+    if raw is None:
+        return ()
+    _expect(raw, dict, where, "a mapping of key to value (null: any value)")
+    out: list[tuple[str, str | None]] = []
+    for key, value in raw.items():
+        if value is not None and not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(f"{where}.{key}: expected a string (or null for any value), got {excerpt(value)}")
+        out.append((str(key), None if value is None else str(value)))
+    return tuple(out)
+
+
+def _untracked(raw: Any, where: str) -> Untracked:
+    """``untracked: report`` or ``untracked: {mode: propose, kinds: [ConfigMap]}``."""
+    if raw is None:
+        return Untracked()
+    kinds: tuple[str, ...] = ()
+    mode = raw
+    if isinstance(raw, dict):
+        _unknown(raw, _UNTRACKED_KEYS, where)
+        mode = raw.get("mode", UntrackedMode.REPORT.value)
+        listed = _expect(raw.get("kinds") or [], list, f"{where}.kinds", "a list of kinds")
+        for i, kind in enumerate(listed):
+            if not isinstance(kind, str) or not kind.strip():
+                raise ConfigError(f"{where}.kinds[{i}]: expected a kind such as ConfigMap, got {excerpt(kind)}")
+        kinds = tuple(listed)
+    try:
+        return Untracked(UntrackedMode(str(mode)), kinds)
+    except ValueError:
+        raise ConfigError(f"{where}: unknown mode {excerpt(mode)} (use ignore, report or propose)") from None
 
 
 _warned: set[str] = set()

@@ -366,7 +366,7 @@ def _object_drifts(
     memo: bool = False,
 ) -> list[Drift]:
     ref = obj.ref
-    ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name)
+    ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name, live.get("metadata"))
     git = normalize(obj.data)
     appliers = tuple(config.appliers)
     # keys only live count where a person wrote them (the rule for items added live, below)

@@ -22,6 +22,7 @@ from syncer.errors import ClusterError, ConfigError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
 from syncer.manifests import object_ref, parse_documents
 from syncer.model import ObjectRef
+from syncer.normalize import LAST_APPLIED
 
 log = logging.getLogger("syncer.live")
 
@@ -94,6 +95,12 @@ class SnapshotSource:
 
     def describe(self) -> str:
         return "snapshot " + ", ".join(str(f) for f in self.files)
+
+    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """The snapshot's objects of ``kind`` in ``namespace`` (any version of its group)."""
+        group = _group(api_version)
+        return [names_only(obj) for ref, obj in self.objects.items()
+                if ref.kind == kind and ref.namespace == namespace and _group(ref.api_version) == group]
 
 
 #: Objects of one kind in one namespace from which one LIST is cheaper than GETs by name
@@ -186,6 +193,11 @@ class KubeSource:
             self._read[ref] = items.get(ref.name)
         return True
 
+    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """Every object of ``kind`` in ``namespace`` (paged LIST; a Secret's values dropped as read)."""
+        listed = self._list(ObjectRef(api_version, kind, namespace, ""))
+        return [names_only(obj) for obj in listed.values()]
+
     def _list(self, ref: ObjectRef) -> dict[str, dict[str, Any]]:
         path = self.kube.collection_path(ref)
         items: dict[str, dict[str, Any]] = {}
@@ -207,6 +219,20 @@ class KubeSource:
         if key not in self.paths:
             log.debug(message)
         self.paths[key] = path
+
+
+#: Keys of a Secret that hold its values: never kept when Secrets are listed (untracked objects).
+_SECRET_VALUES = ("data", "stringData")
+
+
+def names_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Secret without its values (other kinds as they are)."""
+    if obj.get("kind") != "Secret":
+        return obj
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
+        meta = {**meta, "annotations": {k: v for k, v in meta["annotations"].items() if k != LAST_APPLIED}}
+    return {**{k: v for k, v in obj.items() if k not in _SECRET_VALUES}, "metadata": meta}
 
 
 def kube_api_client(kubeconfig: str | None, context: str | None) -> KubeClient:

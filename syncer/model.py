@@ -66,6 +66,7 @@ class DriftClass(str, enum.Enum):
     PICK = "pick"  # Endpoints point at one of the declared candidates
     UNDECLARED = "undeclared"  # Endpoints point at an address no candidate list holds
     CLEARED = "cleared"  # Endpoints have no ready address (backend absent right now)
+    UNTRACKED = "untracked"  # an object only live: git declares nothing of it (``untracked:``)
 
 
 class Action(str, enum.Enum):
@@ -124,7 +125,7 @@ class Drift:
             "apiVersion": self.ref.api_version,
             "namespace": self.ref.namespace,
             "name": self.ref.name,
-            "file": self.file,
+            "file": self.file or None,  # an untracked object not proposed has no file
             "path": self.path_text,
             "git": self.git,
             "live": self.live,

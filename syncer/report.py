@@ -129,6 +129,9 @@ def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
             who = f" by {d.manager}" if d.manager else ""
             when = f" at {d.changed_at}" if d.changed_at else ""
             pairs = _line_pairs(d)
+            if d.cls is DriftClass.UNTRACKED:
+                lines.append(f"  created live, not in git: written as a new file{who}{when}")
+                continue
             if pairs is None:
                 lines.append(f"  {d.path_text}: {shown(d, d.git)} -> {shown(d, d.live)}")
             else:  # a multi-line value: one line per changed line, as the log says it
@@ -195,7 +198,10 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         "| object | file | field | git | live | class | direction | base | changed by | changed at |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    created = [d for d in written if d.cls is DriftClass.UNTRACKED]
     for d in written:
+        if d.cls is DriftClass.UNTRACKED:
+            continue
         pairs = _line_pairs(d)
         if pairs is None:
             git_cell, live_cell = _code(shown(d, d.git)), _code(shown(d, d.live))
@@ -208,6 +214,10 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
             _cell(f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}"), _cell(d.file), _cell(d.path_text),
             git_cell, live_cell, d.cls.value, d.direction.value,
             _cell(d.base or "?"), _cell(d.manager or "?"), _cell(d.changed_at or "?"))) + " |")
+    if created:
+        lines += ["", "### Created live, not in git", "",
+                  "Objects nobody committed, proposed as new files (check that they belong in git):", ""]
+        lines += [f"- {_cell(str(d.ref))} -> {_code(d.file)} ({_cell(d.reason)})" for d in created]
     notes = sorted({f"{d.ref}: {d.base_note}" for d in result.drifts if d.base_note})
     if notes:
         lines += ["", *(f"- ⚠️ {_cell(n)}" for n in notes)]

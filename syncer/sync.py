@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from syncer import endpoints
-from syncer.config import Config, load_config
+from syncer import untracked
+from syncer.config import Config, UntrackedMode, load_config
 from syncer.engine import BaseStore, detect
 from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
@@ -111,16 +112,37 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
                else GitHistory(repo, installation))
     result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                     history=history)
+    result = with_untracked(loaded, result, source)
     result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded)
     return loaded, result, drifts, changes
+
+
+def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result:
+    """``result`` with the live objects git does not declare (``untracked:`` in the config);
+    a kind the account may not list is one warning naming the grant, the rest goes on."""
+    config = loaded.config
+    if config.untracked.mode is UntrackedMode.IGNORE:
+        return result
+    if not isinstance(source, untracked.Lister):
+        return replace(result, errors=result.errors + (FileError(
+            config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
+    lister = untracked.WarnOnRefusal(source)
+    found = untracked.find(config, loaded.manifests.objects, lister)
+    return replace(result, drifts=result.drifts + tuple(found))
 
 
 def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
           loaded: Loaded) -> tuple[Result, list[Drift], list[FileChange]]:
     """Plan the file edits; a file that cannot be written exactly is left out with one line in
-    ``result.errors``, and its drifts are not claimed by the commit or PR."""
+    ``result.errors``, and its drifts are not claimed by the commit or PR. Untracked objects
+    to propose become new files."""
     aborted: list[FileError] = []
+    new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
+    drifts = [d for d in drifts if d.cls is not DriftClass.UNTRACKED]
     changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted)
+    for drift, change in untracked.new_files(repo, installation, new, aborted):
+        drifts.append(drift)
+        changes.append(change)
     if aborted:
         bad = {e.file for e in aborted}
         drifts = [d for d in drifts if d.file not in bad or not d.edits]

@@ -234,6 +234,8 @@ def plan_changes(
 
 def write_changes(repo: Path, changes: Iterable[FileChange]) -> None:
     for change in changes:
+        if not change.old:  # a new file (an untracked object proposed): its directory may be new too
+            (repo / change.file).parent.mkdir(parents=True, exist_ok=True)
         # newline="" keeps CRLF files CRLF: the text already carries its own line endings.
         with open(repo / change.file, "w", encoding="utf-8", newline="") as fh:
             fh.write(change.new)

@@ -261,6 +261,8 @@ def test_role_is_least_privilege(scenario: Path) -> None:
         expected.append(("coordination.k8s.io", "leases", ("create",), ()))
     else:
         assert lease_name is None
+    if values.get("untracked", {}).get("enabled"):
+        expected += [(r.get("apiGroup", ""), r["resource"], ("list",), ()) for r in values["untracked"]["resources"]]
     assert sorted(others) == sorted(expected)
 
 
@@ -516,6 +518,19 @@ def test_state_create_false_drops_the_unscoped_create(helm: str) -> None:
         assert bool(creates) is expect
         for rule in creates:
             assert rule["verbs"] == ["create"]
+
+
+def test_untracked_grants_list_only_when_enabled(helm: str) -> None:
+    values = CHART / "ci" / "standalone-values.yaml"
+
+    def lists(*sets: str) -> list[dict[str, Any]]:
+        return [r for r in one(render(values, *sets), "Role")["rules"] if r["verbs"] == ["list"]]
+
+    assert lists() == []
+    granted = lists("untracked.enabled=true", "untracked.resources[0].resource=configmaps",
+                    "untracked.resources[1].resource=services")
+    assert [(r["apiGroups"], r["resources"], r.get("resourceNames")) for r in granted] == [
+        ([""], ["configmaps"], None), ([""], ["services"], None)]
 
 
 def test_network_policy_and_service_monitor(helm: str) -> None:

@@ -28,6 +28,7 @@ from syncer.errors import ClusterError, ConfigError
 from syncer.filewatch import DirWatcher
 from syncer.gitrepo import Workspace
 from syncer.kube import ApiError, Conflict, Kube, Refused
+from syncer.live import KubeSource
 from syncer.logs import event
 from syncer.sidecar.lease import LEASE_DURATION, RENEW_INTERVAL, LeaderElector, identity
 from syncer.sidecar.livecache import LiveCache
@@ -144,6 +145,7 @@ class Sidecar:
         self.metrics = Metrics(s.installation)
         self.stop_event = threading.Event()
         self.cache = LiveCache(api.host, clock=clock, on_change=self._changed)
+        self.cache.lister = KubeSource(api)  # untracked objects (``untracked:``) are listed at each pass
         self.health = Health(self.cache, tick=s.tick, resync=s.resync, clock=clock)
         self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
                                 on_error=lambda: self.metrics.error("watch"))

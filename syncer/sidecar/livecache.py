@@ -24,11 +24,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from syncer.errors import ClusterError
 from syncer.model import ObjectRef
 from syncer.normalize import normalize
+
+
+class Lister(Protocol):
+    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]: ...
 
 
 @dataclass
@@ -71,6 +75,8 @@ class LiveCache:
         self.last_change: float | None = None
         self.api_ok_at: float | None = None
         self.api_error: str | None = None
+        #: Where ``list_objects`` lists from (the API server; set by the sidecar).
+        self.lister: Lister | None = None
         self.api_error_at: float | None = None
 
     # -- the watch side -------------------------------------------------------------
@@ -144,6 +150,12 @@ class LiveCache:
 
     def describe(self) -> str:
         return f"watch cache of API server {self.host}".rstrip()
+
+    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
+        """Untracked objects (``untracked:``) are not watched: listed from the API server at each pass."""
+        if self.lister is None:
+            raise ClusterError("untracked objects: no API server to list them from", transient=False)
+        return self.lister.list_objects(api_version, kind, namespace)
 
     def get(self, ref: ObjectRef) -> dict[str, Any] | None:
         with self._lock:

@@ -1,0 +1,174 @@
+"""Untracked objects (issue 26) without an API server: the config key, the exclusion table, the
+cleaning of a proposed file, and ``diff``/``sync`` against a snapshot as ``kubectl get -o yaml``
+writes it. The real-API tier (tests/realapi/test_realapi_untracked.py) makes the objects with the
+real kubectl."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from syncer.cli import main
+from syncer.config import UntrackedMode, parse_config
+from syncer.errors import ConfigError
+from syncer.live import SnapshotSource
+from syncer.manifests import parse_documents
+from syncer.model import ObjectRef
+from syncer.untracked import EXCLUSIONS, clean, excluded, file_for, find, render, scope
+
+from tests.conftest import NOW
+
+
+def _cfg(extra: str = "") -> Any:
+    return parse_config(f"installation: t\nnamespace: ns\ntrack:\n  ConfigMap: writeback\n{extra}", "syncer.conf", "t")
+
+
+def _obj(kind: str, name: str, **extra: Any) -> dict[str, Any]:
+    meta = {"name": name, "namespace": "ns", **extra.pop("meta", {})}
+    return {"apiVersion": "v1", "kind": kind, "metadata": meta, **extra}
+
+
+def test_config_takes_a_mode_or_a_mode_with_kinds_and_refuses_typos() -> None:
+    assert _cfg().untracked.mode is UntrackedMode.IGNORE
+    assert _cfg("untracked: report\n").untracked.mode is UntrackedMode.REPORT
+    both = _cfg("untracked: {mode: propose, kinds: [ConfigMap]}\n").untracked
+    assert (both.mode, both.kinds) == (UntrackedMode.PROPOSE, ("ConfigMap",))
+    with pytest.raises(ConfigError, match=r"untracked: unknown mode 'reprot'"):
+        _cfg("untracked: reprot\n")
+    with pytest.raises(ConfigError, match=r"untracked: unknown key 'kind'"):
+        _cfg("untracked: {mode: report, kind: [ConfigMap]}\n")
+
+
+def test_ignore_rules_select_by_label_and_annotation() -> None:
+    config = _cfg("ignore:\n  - kind: '*'\n    labels: {team: sre}\n  - kind: ConfigMap\n"
+                  "    annotations: {scratch: null}\n")
+    sre = _obj("Service", "x", meta={"labels": {"team": "sre"}})
+    dev = _obj("Service", "x", meta={"labels": {"team": "dev"}})
+    noted = _obj("ConfigMap", "y", meta={"annotations": {"scratch": "anything"}})
+    assert excluded("Service", sre, {}, config) == "matched by an ignore rule of the config"
+    assert excluded("Service", dev, {}, config) is None
+    assert excluded("ConfigMap", noted, {}, config) is not None
+    # A pointer rule with a selector applies only to objects whose live metadata matches.
+    pointers = _cfg("ignore:\n  - kind: ConfigMap\n    labels: {team: sre}\n    pointers: [/data/X]\n")
+    assert pointers.ignored_pointers("ConfigMap", "ns", "y", {"labels": {"team": "sre"}}) == ("/data/X",)
+    assert pointers.ignored_pointers("ConfigMap", "ns", "y", {"labels": {"team": "dev"}}) == ()
+
+
+@pytest.mark.parametrize(("kind", "obj"), [
+    ("ConfigMap", _obj("ConfigMap", "web-1", meta={"ownerReferences": [{"kind": "ReplicaSet", "name": "web-1"}]})),
+    ("ConfigMap", _obj("ConfigMap", "kube-root-ca.crt")),
+    ("ServiceAccount", _obj("ServiceAccount", "default")),
+    ("Secret", _obj("Secret", "default-token-x", type="kubernetes.io/service-account-token")),
+    ("Secret", _obj("Secret", "sh.helm.release.v1.web.v3", type="helm.sh/release.v1")),
+    ("Endpoints", _obj("Endpoints", "web")),  # the Service below has a selector
+    ("ConfigMap", _obj("ConfigMap", "ingress-leader",
+                       meta={"annotations": {"control-plane.alpha.kubernetes.io/leader": "{}"}})),
+    ("ConfigMap", _obj("ConfigMap", "syncer-state", meta={"labels": {"app.kubernetes.io/managed-by": "syncer"}})),
+])
+def test_every_exclusion_has_its_reason(kind: str, obj: dict[str, Any]) -> None:
+    services = {"web": _obj("Service", "web", spec={"selector": {"app": "web"}})}
+    why = excluded(kind, obj, services, _cfg())
+    assert why in {rule.reason for rule in EXCLUSIONS}
+
+
+def test_a_person_made_object_is_not_excluded() -> None:
+    services = {"db": _obj("Service", "db", spec={"ports": [{"port": 5432}]})}  # no selector
+    assert excluded("Endpoints", _obj("Endpoints", "db"), services, _cfg()) is None
+    assert excluded("ConfigMap", _obj("ConfigMap", "feature-flags"), {}, _cfg()) is None
+
+
+def test_scope_is_the_tracked_kinds_and_secrets_in_every_namespace_git_uses() -> None:
+    config = _cfg("  Endpoints: ignore\n")
+    declared = [ObjectRef("v1", "ConfigMap", "ns", "a"), ObjectRef("apps/v1", "Deployment", "other", "d"),
+                ObjectRef("v1", "Endpoints", "ns", "e"), ObjectRef("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r")]
+    assert scope(config, declared) == [
+        ("v1", "ConfigMap", "ns"), ("v1", "ConfigMap", "other"), ("apps/v1", "Deployment", "ns"),
+        ("apps/v1", "Deployment", "other"), ("v1", "Secret", "ns"), ("v1", "Secret", "other")]
+    narrowed = _cfg("untracked: {mode: report, kinds: [Service]}\n")
+    assert scope(narrowed, declared) == [("v1", "Service", "ns"), ("v1", "Service", "other")]
+
+
+LIVE_SERVICE = {
+    "apiVersion": "v1", "kind": "Service",
+    "metadata": {"name": "incident-proxy", "namespace": "ns", "uid": "u-1", "resourceVersion": "42",
+                 "creationTimestamp": "2026-11-30T08:00:00Z", "labels": {"app": "incident-proxy", "tier": "on"},
+                 "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                 "managedFields": [{"manager": "kubectl-create", "operation": "Update",
+                                    "time": "2026-11-30T08:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {}}]},
+    "spec": {"clusterIP": "10.96.0.12", "clusterIPs": ["10.96.0.12"], "type": "ClusterIP", "sessionAffinity": "None",
+             "ports": [{"name": "8080-8080", "port": 8080, "protocol": "TCP", "targetPort": 8080}],
+             "selector": {"app": "incident-proxy"}},
+    "status": {"loadBalancer": {}},
+}
+
+
+def test_clean_drops_what_the_server_wrote_and_render_reads_back_as_kubectl_reads_it() -> None:
+    cleaned = clean(LIVE_SERVICE)
+    assert cleaned == {"apiVersion": "v1", "kind": "Service",
+                       "metadata": {"name": "incident-proxy", "namespace": "ns",
+                                    "labels": {"app": "incident-proxy", "tier": "on"}},
+                       "spec": {"ports": [{"name": "8080-8080", "port": 8080}], "selector": {"app": "incident-proxy"}}}
+    text = render(cleaned)
+    assert 'tier: "on"' in text  # a plain `on` is a boolean to kubectl
+    assert parse_documents(text, "f") == [cleaned]
+    assert LIVE_SERVICE["spec"]["clusterIP"] == "10.96.0.12"  # the live object is not modified
+
+
+def test_find_reports_person_made_objects_with_who_and_when(tmp_path: Path) -> None:
+    snap = tmp_path / "live.yaml"
+    objects = [LIVE_SERVICE, _obj("ConfigMap", "kube-root-ca.crt", data={"ca.crt": "x"}),
+               _obj("Secret", "db-creds", data={"password": "aHVudGVyMg=="}),
+               _obj("ConfigMap", "app", data={"A": "1"})]
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    config = _cfg("  Service: report\nuntracked: propose\n")
+    drifts = find(config, [ObjectRef("v1", "ConfigMap", "ns", "app")], SnapshotSource([snap], "ns"))
+    assert [(d.ref.kind, d.ref.name, d.action.value, d.file) for d in drifts] == [
+        ("Secret", "db-creds", "report", ""),
+        ("Service", "incident-proxy", "write", file_for("t", "Service", "ns", "incident-proxy"))]
+    secret, service = drifts
+    assert secret.live is None and "aHVudGVyMg" not in repr(secret)
+    assert service.manager == "kubectl-create" and service.changed_at == "2026-11-30T08:00:00Z"
+    assert service.reason.startswith("no owner, created by kubectl-create at 2026-11-30T08:00:00Z")
+    assert file_for("t", "Service", "ns", "../../x") == "hosts/t/untracked/ns/service-_.._x.yaml"  # no path climbs out
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", *args], cwd=cwd,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_sync_commit_proposes_the_file_and_the_next_diff_is_in_sync(tmp_path: Path) -> None:
+    work, bare = tmp_path / "work", tmp_path / "origin.git"
+    host = work / "hosts" / "t"
+    host.mkdir(parents=True)
+    (host / "syncer.conf").write_text("installation: t\nnamespace: ns\ntrack:\n  Service: writeback\n"
+                                      "untracked: propose\n")
+    (host / "app.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata:\n  name: app\nspec:\n"
+                                   "  ports: [{port: 80}]\n")
+    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", ".")
+    _git(work, "commit", "-qm", "t")
+    _git(work, "remote", "add", "origin", str(bare))
+    _git(work, "push", "-q", "origin", "main")
+    app = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "app", "namespace": "ns"},
+           "spec": {"ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}], "clusterIP": "10.96.0.1"}}
+    snap = tmp_path / "live.json"
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [app, LIVE_SERVICE]}))
+    out = io.StringIO()
+    code = main(["sync", "t", "--repo", str(work), "--live-file", str(snap), "--mode", "commit"], now=NOW,
+                stdout=out, stderr=io.StringIO())
+    assert code == 0, out.getvalue()
+    check = tmp_path / "check"
+    _git(tmp_path, "clone", "-q", str(bare), str(check))
+    assert (check / "hosts/t/untracked/ns/service-incident-proxy.yaml").read_text() == render(clean(LIVE_SERVICE))
+    assert "created live, not in git" in _git(check, "log", "-1", "--format=%B")
+    out = io.StringIO()
+    code = main(["diff", "t", "--repo", str(check), "--live-file", str(snap)], now=NOW, stdout=out,
+                stderr=io.StringIO())
+    assert code == 0, out.getvalue()
