@@ -642,3 +642,28 @@ def test_json_logs_name_the_object_on_every_line_and_redact_tokens(tmp_path: Pat
     assert text.endswith("INFO [ConfigMap/ai/x] hello *** path=data.A")
     assert library.endswith("WARNING [installation/asgard] Connection pool is full")
     assert handler not in logging.getLogger().handlers
+
+
+def test_an_untracked_object_is_proposed_by_a_pass_like_any_drift(agreed: Path, fake: FakeKubeAPI,
+                                                                   tmp_path: Path) -> None:
+    conf = agreed / "hosts" / "asgard" / "syncer.conf"
+    conf.write_text(conf.read_text() + "untracked: {mode: propose, kinds: [ConfigMap]}\n")
+    git(agreed, "commit", "-qam", "propose untracked ConfigMaps")
+    git(agreed, "push", "-q", "origin", "main")
+    seed(fake, agreed)
+    flags = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "feature-flags", "namespace": NS},
+             "data": {"NEW_UI": "on"}}
+    fake.put(flags, manager="kubectl-create")
+    sc = sidecar(fake, agreed, tmp_path, mode=Mode.COMMIT, debounce=0.3).start()
+    try:
+        wait_for(lambda: len(origin_commits(agreed)) == 4, what="the commit of the untracked ConfigMap")
+        # A second one, made later, goes in with the next pass (here: an edit of a tracked object).
+        fake.put({**flags, "metadata": {"name": "incident-notes", "namespace": NS}}, manager="kubectl-create")
+        fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "30"}}, manager="kubectl-edit")
+        wait_for(lambda: len(origin_commits(agreed)) == 5, what="the next pass's commit")
+    finally:
+        sc.stop()
+    files = git(origin(agreed), "ls-tree", "-r", "--name-only", "main", "hosts/asgard/untracked").split()
+    assert files == [f"hosts/asgard/untracked/{NS}/configmap-feature-flags.yaml",
+                     f"hosts/asgard/untracked/{NS}/configmap-incident-notes.yaml"]
+    assert 'NEW_UI: "on"' in git(origin(agreed), "show", f"main:{files[0]}")

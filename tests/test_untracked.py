@@ -172,3 +172,21 @@ def test_sync_commit_proposes_the_file_and_the_next_diff_is_in_sync(tmp_path: Pa
     code = main(["diff", "t", "--repo", str(check), "--live-file", str(snap)], now=NOW, stdout=out,
                 stderr=io.StringIO())
     assert code == 0, out.getvalue()
+
+
+def test_the_pr_lists_created_objects_apart_and_never_a_secret_value(tmp_path: Path) -> None:
+    from syncer.model import Result
+    from syncer.report import commit_message, pr_body
+
+    snap = tmp_path / "live.json"
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        LIVE_SERVICE, _obj("Secret", "db-creds", data={"password": "aHVudGVyMg=="})]}))
+    drifts = find(_cfg("untracked: propose\n"), [], SnapshotSource([snap], "ns"))
+    written = [d for d in drifts if d.action.value == "write"]
+    body = pr_body(Result("t", tuple(drifts)), written, "syncer diff t")
+    created = body.split("### Created live, not in git", 1)[1].split("###", 1)[0]
+    assert "Service/ns/incident-proxy" in created and "hosts/t/untracked/ns/service-incident-proxy.yaml" in created
+    assert "db-creds" not in created and "aHVudGVyMg" not in body
+    assert "| Service/ns/incident-proxy |" not in body  # not a row of the value table
+    message = commit_message("t", written)
+    assert "created live, not in git: written as a new file by kubectl-create at 2026-11-30T08:00:00Z" in message
