@@ -181,7 +181,7 @@ def test_the_pr_lists_created_objects_apart_and_never_a_secret_value(tmp_path: P
     snap = tmp_path / "live.json"
     snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         LIVE_SERVICE, _obj("Secret", "db-creds", data={"password": "aHVudGVyMg=="})]}))
-    drifts = find(_cfg("untracked: propose\n"), [], SnapshotSource([snap], "ns"))
+    drifts = find(_cfg("untracked: {mode: propose, kinds: [Service, Secret]}\n"), [], SnapshotSource([snap], "ns"))
     written = [d for d in drifts if d.action.value == "write"]
     body = pr_body(Result("t", tuple(drifts)), written, "syncer diff t")
     created = body.split("### Created live, not in git", 1)[1].split("###", 1)[0]
