@@ -109,6 +109,14 @@ def _api_service(kind: str, obj: JSON, services: Mapping[str, JSON]) -> bool:
     return kind == "Service" and _meta(obj).get("name") == "kubernetes" and _meta(obj).get("namespace") == "default"
 
 
+def _other_source(kind: str, obj: JSON, services: Mapping[str, JSON]) -> bool:
+    # A Helm release, an Argo CD application or a Flux kustomization declares it elsewhere.
+    meta = _meta(obj)
+    notes, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    return ("meta.helm.sh/release-name" in notes or "argocd.argoproj.io/tracking-id" in notes
+            or "kustomize.toolkit.fluxcd.io/name" in labels or "helm.toolkit.fluxcd.io/name" in labels)
+
+
 def _syncer_record(kind: str, obj: JSON, services: Mapping[str, JSON]) -> bool:
     # syncer's state ConfigMap (syncer.sidecar.state.LABELS); its Lease is a kind never listed.
     return (_meta(obj).get("labels") or {}).get("app.kubernetes.io/managed-by") == "syncer"
@@ -132,6 +140,8 @@ EXCLUSIONS: tuple[Exclusion, ...] = (
     Exclusion("api-service", "the API server's own Service", _api_service),
     Exclusion("leader-election", "a leader-election record", _leader_record),
     Exclusion("syncer-record", "syncer's own state record", _syncer_record),
+    Exclusion("other-source", "declared elsewhere: a Helm release, an Argo CD application or a Flux object names it",
+              _other_source),
 )
 
 

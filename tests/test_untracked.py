@@ -69,6 +69,9 @@ def test_ignore_rules_select_by_label_and_annotation() -> None:
     ("ConfigMap", _obj("ConfigMap", "ingress-leader",
                        meta={"annotations": {"control-plane.alpha.kubernetes.io/leader": "{}"}})),
     ("ConfigMap", _obj("ConfigMap", "syncer-state", meta={"labels": {"app.kubernetes.io/managed-by": "syncer"}})),
+    ("ConfigMap", _obj("ConfigMap", "web-chart-config", meta={"annotations": {"meta.helm.sh/release-name": "web"}})),
+    ("Service", _obj("Service", "argo-made", meta={"annotations": {"argocd.argoproj.io/tracking-id": "a:/Service:n/x"}})),
+    ("ConfigMap", _obj("ConfigMap", "flux-made", meta={"labels": {"kustomize.toolkit.fluxcd.io/name": "apps"}})),
 ])
 def test_every_exclusion_has_its_reason(kind: str, obj: dict[str, Any]) -> None:
     services = {"web": _obj("Service", "web", spec={"selector": {"app": "web"}})}
