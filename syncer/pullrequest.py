@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +149,7 @@ def reconcile_pull_request(
     proposal: Proposal | None,
     *,
     human_pushed: bool = False,
+    pushed: Collection[str] | None = None,
     reason_closed: str = "the drift is gone: git and the cluster agree again",
 ) -> PrResult:
     """Bring the one PR from ``head`` into ``base`` in line with ``proposal``.
@@ -163,10 +165,17 @@ def reconcile_pull_request(
 
     ``human_pushed`` only matters while a PR is open; the caller decides (from the
     branch's commit authors) whether to push at all.
+
+    The forge finds only syncer's own PRs (in the base repository, opened by syncer's
+    account: see ``forges.base.is_own``). ``pushed``, when given, lists the commits syncer
+    pushed to ``head`` or found there and checked (its own): a PR whose head is none of them
+    is left alone, without a write (``HUMAN_PUSHED``), whatever it says.
     """
     current = forge.find_open(head, base)
     if current is not None and human_pushed:
         return _hands_off(forge, current, head)
+    if current is not None and not _pushed_by_syncer(current, pushed):
+        return _not_pushed(current, head)
     if proposal is None:
         if current is None:
             return PrResult(PrOutcome.NOTHING, None, "no drift and no open pull request")
@@ -197,6 +206,8 @@ def reconcile_pull_request(
             "merging: not opening another until the drift changes",
         )
     created = _create_or_adopt(forge, head, base, proposal, body)
+    if not _pushed_by_syncer(created, pushed):  # adopted after "already exists"
+        return _not_pushed(created, head)
     changes = _changes(created, proposal, body)  # an adopted PR may say something older
     if changes:
         updated = forge.update(created, **changes)
@@ -216,8 +227,9 @@ def _create_or_adopt(forge: Forge, head: str, base: str, proposal: Proposal, bod
         return forge.create(head, base, proposal.title, body, proposal.labels)
     except PullRequestExists as exc:
         existing = forge.find_open(head, base)
-        if existing is None:
-            raise ForgeError(f"{exc.message}, but none is open", transient=True) from exc
+        if existing is None:  # a replica's not listed yet, or one syncer did not open (left alone)
+            raise ForgeError(f"{exc.message}, but syncer has no open one of its own there (one opened "
+                             "by another account is never taken over)", transient=True) from exc
         return existing
 
 
@@ -236,6 +248,19 @@ def _changes(pr: PullRequest, proposal: Proposal, body: str) -> dict[str, Any]:
 def _drift_of(pr: PullRequest) -> str | None:
     found = parse_marker(pr.body)
     return found[0] if found else None
+
+
+def _pushed_by_syncer(pr: PullRequest, pushed: Collection[str] | None) -> bool:
+    return pushed is None or pr.head_sha in pushed
+
+
+def _not_pushed(pr: PullRequest, head: str) -> PrResult:
+    return PrResult(
+        PrOutcome.HUMAN_PUSHED,
+        pr,
+        f"pull request #{pr.number}: its head {pr.head_sha[:12] or '(none)'} is not a commit syncer pushed "
+        f"to {head}; left alone ({pr.url})",
+    )
 
 
 def _hands_off(forge: Forge, pr: PullRequest, head: str) -> PrResult:
