@@ -365,6 +365,7 @@ class ForgeClient:
         account: str = "",
     ) -> None:
         self._account = account  # "" until looked up (or given: a GitHub App's "<slug>[bot]")
+        self._ignored: set[int] = set()  # look-alike PRs already logged
         self._http = ForgeHttp(
             client, forge=self.kind, api_url=api_url, repo=repo, token=token,
             auth_header=self.auth_header, auth_scheme=self.auth_scheme,
@@ -395,7 +396,8 @@ class ForgeClient:
         if pr.head != head or pr.base != base:
             return False
         why = is_own(pr, head, base, self.account())
-        if why:
+        if why and pr.number not in self._ignored:  # once per PR: the sidecar looks every pass
+            self._ignored.add(pr.number)
             log.warning("%s: ignoring pull request #%d on %s from a branch named %r: %s",
                         self.kind, pr.number, self._http.repo, head, why)
         return not why
