@@ -205,8 +205,8 @@ def reconcile_pull_request(
             f"pull request #{last.number} ({last.url}) for this same drift was closed without "
             "merging: not opening another until the drift changes",
         )
-    created = _create_or_adopt(forge, head, base, proposal, body)
-    if not _pushed_by_syncer(created, pushed):  # adopted after "already exists"
+    created, adopted = _create_or_adopt(forge, head, base, proposal, body)
+    if adopted and not _pushed_by_syncer(created, pushed):  # one syncer just opened is its own
         return _not_pushed(created, head)
     changes = _changes(created, proposal, body)  # an adopted PR may say something older
     if changes:
@@ -219,18 +219,19 @@ def reconcile_pull_request(
     return PrResult(PrOutcome.OPENED, created, f"opened pull request #{created.number} ({created.url})")
 
 
-def _create_or_adopt(forge: Forge, head: str, base: str, proposal: Proposal, body: str) -> PullRequest:
-    """Open the PR; when the forge says one is already open (another replica, or a run
-    that died between its create and its answer), that one is ours: a duplicate-PR answer
-    is success, never a second PR."""
+def _create_or_adopt(forge: Forge, head: str, base: str, proposal: Proposal,
+                     body: str) -> tuple[PullRequest, bool]:
+    """Open the PR -> (it, False); when the forge says one is already open (another replica,
+    or a run that died between its create and its answer), syncer's own open one is adopted
+    -> (it, True): a duplicate-PR answer is success, never a second PR."""
     try:
-        return forge.create(head, base, proposal.title, body, proposal.labels)
+        return forge.create(head, base, proposal.title, body, proposal.labels), False
     except PullRequestExists as exc:
         existing = forge.find_open(head, base)
         if existing is None:  # a replica's not listed yet, or one syncer did not open (left alone)
             raise ForgeError(f"{exc.message}, but syncer has no open one of its own there (one opened "
                              "by another account is never taken over)", transient=True) from exc
-        return existing
+        return existing, True
 
 
 def _changes(pr: PullRequest, proposal: Proposal, body: str) -> dict[str, Any]:

@@ -596,3 +596,18 @@ def test_the_account_is_looked_up_once(fake: FakeForgeServer, client: httpx.Clie
     fake.clear_log()
     assert given.find_open(HEAD, BASE) is not None
     assert all(r.path != "/user" for r in fake.requests)
+
+
+def test_a_pr_adopted_after_already_exists_must_have_a_head_syncer_pushed(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime
+) -> None:
+    """The one syncer just opened is its own whatever the answer says of its head; one
+    adopted after "already exists" is checked like any found one."""
+    forge = forge_for(fake, client, clock)
+    fresh = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"), pushed=["ab" * 20])
+    assert fresh.outcome is PrOutcome.OPENED and fresh.pr is not None
+    fake.clear_log()
+    adopted = reconcile_pull_request(_CreateFirst(forge), HEAD, BASE, proposal("d2"), pushed=["ab" * 20])
+    assert adopted.outcome is PrOutcome.HUMAN_PUSHED and adopted.pr is not None
+    assert adopted.pr.number == fresh.pr.number
+    assert _writes_to(fake, adopted.pr.number) == []
