@@ -30,6 +30,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from syncer import userpattern
 from syncer.errors import ConfigError
 from syncer.repofile import excerpt, read_inside
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
@@ -265,7 +266,9 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
                                  _selector(item.get("labels"), f"{where}.labels"),
                                  _selector(item.get("annotations"), f"{where}.annotations")))
 
-    secret_keys = tuple(str(s) for s in _expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list"))
+    # regular expressions from the repository: run on RE2 (linear time), refused here if they cannot be
+    secret_keys = tuple(userpattern.check(s, f"{source}: secretKeys[{i}]") for i, s in
+                        enumerate(_expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list")))
     appliers = DEFAULT_APPLIERS
     if "appliers" in raw:
         items = _expect(raw["appliers"], list, f"{source}: appliers", "a list of field manager names")

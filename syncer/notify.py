@@ -137,7 +137,8 @@ class Notifier:
     def _generic(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         pr = payload.get("pr")
         if isinstance(pr, PullRequest):
-            pr = {k: v for k, v in dataclasses.asdict(pr).items() if k != "body"}
+            # what a receiver reads about the PR; not its body, nor syncer's ownership checks
+            pr = {k: v for k, v in dataclasses.asdict(pr).items() if k not in ("body", "head_sha", "author", "same_repo")}
         drifts = [self._redact_drift(d) for d in payload.get("drifts") or ()]
         extra = {k: v for k, v in payload.items() if k not in ("pr", "drifts", "event")}
         return {

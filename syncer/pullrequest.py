@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +149,7 @@ def reconcile_pull_request(
     proposal: Proposal | None,
     *,
     human_pushed: bool = False,
+    pushed: Collection[str] | None = None,
     reason_closed: str = "the drift is gone: git and the cluster agree again",
 ) -> PrResult:
     """Bring the one PR from ``head`` into ``base`` in line with ``proposal``.
@@ -163,10 +165,17 @@ def reconcile_pull_request(
 
     ``human_pushed`` only matters while a PR is open; the caller decides (from the
     branch's commit authors) whether to push at all.
+
+    The forge finds only syncer's own PRs (in the base repository, opened by syncer's
+    account: see ``forges.base.is_own``). ``pushed``, when given, lists the commits syncer
+    pushed to ``head`` or found there and checked (its own): a PR whose head is none of them
+    is left alone, without a write (``HUMAN_PUSHED``), whatever it says.
     """
     current = forge.find_open(head, base)
     if current is not None and human_pushed:
         return _hands_off(forge, current, head)
+    if current is not None and not _pushed_by_syncer(current, pushed):
+        return _not_pushed(current, head)
     if proposal is None:
         if current is None:
             return PrResult(PrOutcome.NOTHING, None, "no drift and no open pull request")
@@ -196,7 +205,9 @@ def reconcile_pull_request(
             f"pull request #{last.number} ({last.url}) for this same drift was closed without "
             "merging: not opening another until the drift changes",
         )
-    created = _create_or_adopt(forge, head, base, proposal, body)
+    created, adopted = _create_or_adopt(forge, head, base, proposal, body)
+    if adopted and not _pushed_by_syncer(created, pushed):  # one syncer just opened is its own
+        return _not_pushed(created, head)
     changes = _changes(created, proposal, body)  # an adopted PR may say something older
     if changes:
         updated = forge.update(created, **changes)
@@ -208,17 +219,19 @@ def reconcile_pull_request(
     return PrResult(PrOutcome.OPENED, created, f"opened pull request #{created.number} ({created.url})")
 
 
-def _create_or_adopt(forge: Forge, head: str, base: str, proposal: Proposal, body: str) -> PullRequest:
-    """Open the PR; when the forge says one is already open (another replica, or a run
-    that died between its create and its answer), that one is ours: a duplicate-PR answer
-    is success, never a second PR."""
+def _create_or_adopt(forge: Forge, head: str, base: str, proposal: Proposal,
+                     body: str) -> tuple[PullRequest, bool]:
+    """Open the PR -> (it, False); when the forge says one is already open (another replica,
+    or a run that died between its create and its answer), syncer's own open one is adopted
+    -> (it, True): a duplicate-PR answer is success, never a second PR."""
     try:
-        return forge.create(head, base, proposal.title, body, proposal.labels)
+        return forge.create(head, base, proposal.title, body, proposal.labels), False
     except PullRequestExists as exc:
         existing = forge.find_open(head, base)
-        if existing is None:
-            raise ForgeError(f"{exc.message}, but none is open", transient=True) from exc
-        return existing
+        if existing is None:  # a replica's not listed yet, or one syncer did not open (left alone)
+            raise ForgeError(f"{exc.message}, but syncer has no open one of its own there (one opened "
+                             "by another account is never taken over)", transient=True) from exc
+        return existing, True
 
 
 def _changes(pr: PullRequest, proposal: Proposal, body: str) -> dict[str, Any]:
@@ -236,6 +249,19 @@ def _changes(pr: PullRequest, proposal: Proposal, body: str) -> dict[str, Any]:
 def _drift_of(pr: PullRequest) -> str | None:
     found = parse_marker(pr.body)
     return found[0] if found else None
+
+
+def _pushed_by_syncer(pr: PullRequest, pushed: Collection[str] | None) -> bool:
+    return pushed is None or pr.head_sha in pushed
+
+
+def _not_pushed(pr: PullRequest, head: str) -> PrResult:
+    return PrResult(
+        PrOutcome.HUMAN_PUSHED,
+        pr,
+        f"pull request #{pr.number}: its head {pr.head_sha[:12] or '(none)'} is not a commit syncer pushed "
+        f"to {head}; left alone ({pr.url})",
+    )
 
 
 def _hands_off(forge: Forge, pr: PullRequest, head: str) -> PrResult:

@@ -20,6 +20,8 @@ import re
 from collections.abc import Sequence
 from urllib.parse import quote
 
+from syncer import userpattern
+
 #: What a hidden value is replaced with.
 REDACTED = "‹redacted›"
 
@@ -147,7 +149,7 @@ def _secret_key(key: str, patterns: tuple[str, ...]) -> bool:
         if _PLAIN_PATTERN.match(pattern):
             if _matches(words, pattern):
                 return True
-        elif re.fullmatch(pattern, key, re.IGNORECASE):
+        elif userpattern.fullmatch(pattern, key):  # a user's regex: RE2, linear time
             return True
     return False
 

@@ -271,8 +271,8 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
             out.pr = reconcile_pull_request(forge, branch, ws.base, None, human_pushed=True)
         return out
     if not changes:
-        if forge is not None:
-            out.pr = reconcile_pull_request(forge, branch, ws.base, None)
+        if forge is not None:  # the branch is syncer's own (no foreign commit), or gone
+            out.pr = reconcile_pull_request(forge, branch, ws.base, None, pushed=[remote] if remote else None)
         if remote:
             ws.delete_branch(branch, remote)
             out.messages.append(f"drift gone: deleted {branch}")
@@ -295,9 +295,13 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     else:
         out.messages.append(f"pushed {branch} at {out.commit[:12]}")
     if forge is not None:
+        # the PR's head must be what syncer pushed, or (a forge slow to see a push) the branch
+        # as syncer found it, checked to hold its own commits only
+        pushed = [sha for sha in (out.commit, remote) if sha]
         out.pr = reconcile_pull_request(forge, branch, ws.base,
                                         Proposal(out.title, out.body, out.labels, drift_hash(drifts),
-                                                 pr_fingerprint(result, drifts, out.title, out.labels)))
+                                                 pr_fingerprint(result, drifts, out.title, out.labels)),
+                                        pushed=pushed)
     return out
 
 

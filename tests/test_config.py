@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from syncer.config import parse_config, parse_duration
@@ -64,3 +68,78 @@ def test_malformed_yaml_names_line() -> None:
 
 def test_bad_pointer() -> None:
     assert "is not a JSON pointer" in _err("ignore:\n- {kind: Deployment, pointers: [spec.replicas]}\n")
+
+
+# -- secretKeys: users' regular expressions run on RE2 (issue 21) -------------------------
+
+
+@pytest.mark.parametrize("pattern, why", [
+    ("([", "missing ]"),  # invalid: was accepted, then a traceback and exit 1 from detection
+    (r"(pass)\1", "invalid escape sequence"),  # a backreference: needs backtracking
+    ("(?=token)", "invalid perl operator"),  # lookaround
+    ("(?<!x)key", "invalid perl operator"),
+])
+def test_a_secret_keys_pattern_re2_cannot_run_is_refused_at_load(pattern: str, why: str) -> None:
+    msg = _err(f"secretKeys: ['stripe_.*', {pattern!r}]\n".replace("\\\\", "\\"))
+    assert msg.startswith(f"{SRC}: secretKeys[1]: ") and why in msg and "RE2" in msg
+
+
+def test_a_secret_keys_entry_must_be_a_string() -> None:
+    assert "secretKeys[0]: expected a regular expression" in _err("secretKeys: [[a]]\n")
+
+
+def test_a_backtracking_bomb_in_secret_keys_is_matched_by_re2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``(.+)+!`` against a 60-letter key: about 2**60 steps for Python's backtracking ``re``
+    (the diff never ended); RE2 answers at once. Python's ``re`` never sees the pattern."""
+    import re
+
+    from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key
+
+    cfg = parse_config("secretKeys: ['(.+)+!']\n", SRC, "asgard")
+    real = re.compile
+
+    def no_user_patterns(pattern: Any, *args: Any, **kw: Any) -> Any:
+        assert pattern not in cfg.secret_keys, "a user's pattern reached Python's re"
+        return real(pattern, *args, **kw)
+
+    monkeypatch.setattr(re, "compile", no_user_patterns)
+    monkeypatch.setattr(re, "fullmatch", lambda *a, **k: pytest.fail("re.fullmatch on a user pattern"))
+    key = "A" * 60 + "_BOMB"
+    assert not is_secret_key(key, (*DEFAULT_SECRET_PATTERNS, *cfg.secret_keys))
+    assert is_secret_key("a" * 60 + "!", (*DEFAULT_SECRET_PATTERNS, *cfg.secret_keys))
+    import re2
+
+    from syncer import userpattern
+
+    assert isinstance(userpattern._compiled("(.+)+!"), re2._Regexp)
+
+
+def test_a_reloaded_config_with_a_bad_pattern_keeps_the_old_one(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The sidecar's ``--config`` reload: a bad pattern is reported, and the last good config stays."""
+    from syncer.sidecar.app import ConfigOverride
+
+    path = tmp_path / "syncer.conf"
+    path.write_text("secretKeys: ['stripe_.*']\n")
+    override = ConfigOverride(path, "asgard")
+    path.write_text("secretKeys: ['(.+)+!', '([']\n")
+    with caplog.at_level(logging.ERROR):
+        assert override.reload() is False
+    assert override.current.secret_keys == ("stripe_.*",) and override.generation == 0
+    [record] = [r for r in caplog.records if "config reload failed" in r.getMessage()]
+    assert "secretKeys[1]" in record.syncer_fields["error"]
+
+
+def test_diff_with_a_bad_pattern_exits_2_with_one_line(tmp_path: Path) -> None:
+    from tests.conftest import EXAMPLE_LIVE
+    from tests.helpers import make_repo, run
+
+    repo = make_repo(tmp_path)
+    conf = repo / "hosts" / "asgard" / "syncer.conf"
+    conf.write_text(conf.read_text() + "secretKeys: ['([']\n")
+    code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "Traceback" not in err
+    assert "hosts/asgard/syncer.conf: secretKeys[0]: '([' is not a pattern syncer can run" in err
+    conf.write_text(conf.read_text().replace("'(['", "'(.+)+!'"))  # the bomb: the diff ends
+    code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
+    assert code == 1 and err == "" and "difference(s)" in out

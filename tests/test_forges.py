@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -484,3 +485,129 @@ def test_auth_headers_per_forge(clock: FakeTime) -> None:
     assert sent["github"]["authorization"] == f"Bearer {TOKEN}"
     assert sent["gitea"]["authorization"] == f"token {TOKEN}"
     assert sent["gitlab"]["private-token"] == TOKEN and "authorization" not in sent["gitlab"]
+
+
+# -- look-alikes: a PR with syncer's branch name that is not syncer's ---------------------
+
+FORK = "mallory/infra"
+
+
+def _fetch_pull(fake: FakeForgeServer, number: int) -> Any:
+    """One PR as the forge's own API shows it (GitLab: the MR)."""
+    path = (f"/projects/{fake.repo.replace('/', '%2F')}/merge_requests/{number}" if fake.kind == "gitlab"
+            else f"/repos/{fake.repo}/pulls/{number}")
+    header = {"PRIVATE-TOKEN": TOKEN} if fake.kind == "gitlab" else {"Authorization": f"token {TOKEN}"}
+    return httpx.get(fake.api_url + path, headers=header, timeout=10).json()
+
+
+def _writes_to(fake: FakeForgeServer, number: int) -> list[str]:
+    """The write calls made on PR ``number`` (its own path, its comments, labels, notes)."""
+    pattern = re.compile(rf"/(?:pulls|merge_requests|issues)/{number}(?:/|$)")
+    return [f"{r.method} {r.path}" for r in fake.writes if pattern.search(r.path)]
+
+
+def test_a_fork_pr_is_read_as_from_another_repository(fake: FakeForgeServer) -> None:
+    """Each client reads the head repository the way its forge says it: GitHub/Gitea
+    ``head.repo`` (id and full_name against ``base.repo``), GitLab ``source_project_id``
+    against ``target_project_id``; and the author (``user.login`` / ``author.username``)."""
+    from importlib import import_module
+
+    to_pr = import_module(f"syncer.forges.{fake.kind}")._to_pr
+    own = fake.add_pr(HEAD, BASE)
+    fork = fake.add_pr(HEAD, BASE, head_repo=FORK, author="mallory")
+    mine, theirs = to_pr(_fetch_pull(fake, own.number)), to_pr(_fetch_pull(fake, fork.number))
+    assert (mine.same_repo, mine.author, mine.head_sha) == (True, "syncer-bot", fake.sha(HEAD))
+    assert (theirs.same_repo, theirs.author, theirs.head) == (False, "mallory", HEAD)
+    assert theirs.head_sha != fake.sha(HEAD)  # the fork's commit, not the branch syncer pushed
+
+
+def test_a_fork_pr_with_syncers_branch_name_is_never_touched(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Mallory opens a PR from her fork's ``syncer/asgard`` into main, even with a body
+    carrying syncer's marker. syncer never adopts, updates, comments on or closes it, and
+    opens (then closes) its own next to it."""
+    marker_body = "| x | y |\n\n<!-- syncer:drift-hash=d0 body-hash=0123456789abcdef -->\n"
+    fork = fake.add_pr(HEAD, BASE, title="syncer: copy asgard's live values back", body=marker_body,
+                       labels=("syncer",), head_repo=FORK, author="mallory")
+    forge = forge_for(fake, client, clock)
+    assert forge.find_open(HEAD, BASE) is None
+    caplog.set_level(logging.WARNING, logger="syncer.forges")
+    opened = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert opened.outcome is PrOutcome.OPENED and opened.pr is not None
+    assert opened.pr.number != fork.number and opened.pr.same_repo
+    updated = reconcile_pull_request(forge, HEAD, BASE, proposal("d2", title="changed"))
+    assert updated.outcome is PrOutcome.UPDATED and updated.pr is not None
+    assert updated.pr.number == opened.pr.number
+    closed = reconcile_pull_request(forge, HEAD, BASE, None)
+    assert closed.outcome is PrOutcome.CLOSED and closed.pr is not None
+    assert closed.pr.number == opened.pr.number
+    if fake.kind != "github":  # GitHub's owner:branch filter leaves the fork out of the answer
+        said = [r.getMessage() for r in caplog.records if f"ignoring pull request #{fork.number}" in r.getMessage()]
+        assert len(said) == 1 and "fork" in said[0]  # once, not at every look
+
+    assert _writes_to(fake, fork.number) == []
+    stored = fake.pr(fork.number)
+    assert (stored.state, stored.title, stored.body, stored.labels, stored.comments) == (
+        "open", "syncer: copy asgard's live values back", marker_body, ["syncer"], [])
+
+
+def test_a_pr_opened_by_another_account_is_never_touched(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime
+) -> None:
+    """A PR from syncer's branch in the repository itself, but opened by another account:
+    not syncer's. The forge allows one PR per branch, so syncer says so and writes nothing."""
+    other = fake.add_pr(HEAD, BASE, title="mine", author="mallory")
+    forge = forge_for(fake, client, clock)
+    assert forge.find_open(HEAD, BASE) is None
+    with pytest.raises(ForgeError) as err:
+        reconcile_pull_request(forge, HEAD, BASE, proposal("d1"))
+    assert "another account" in str(err.value)
+    assert _writes_to(fake, other.number) == []
+    assert [r.status for r in fake.writes if r.path.endswith(("/pulls", "/merge_requests"))] == [
+        {"github": 422, "gitea": 409, "gitlab": 409}[fake.kind]]  # the create, refused: one per branch
+    assert (fake.pr(other.number).title, fake.pr(other.number).comments) == ("mine", [])
+    fake.close_pr(other.number)
+    assert forge.find_latest_closed(HEAD, BASE) is None  # nor does it count as a closed one of syncer's
+
+
+def test_a_pr_whose_head_syncer_did_not_push_is_left_alone(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime
+) -> None:
+    forge = forge_for(fake, client, clock)
+    opened = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"), pushed=[fake.sha(HEAD)])
+    assert opened.outcome is PrOutcome.OPENED and opened.pr is not None
+    fake.clear_log()
+    for drift in ("d2", None):  # neither updated nor closed
+        left = reconcile_pull_request(forge, HEAD, BASE, proposal(drift) if drift else None, pushed=["ab" * 20])
+        assert left.outcome is PrOutcome.HUMAN_PUSHED and "not a commit syncer pushed" in left.message
+    assert fake.writes == []
+    updated = reconcile_pull_request(forge, HEAD, BASE, proposal("d2"), pushed=["ab" * 20, fake.sha(HEAD)])
+    assert updated.outcome is PrOutcome.UPDATED
+
+
+def test_the_account_is_looked_up_once(fake: FakeForgeServer, client: httpx.Client, clock: FakeTime) -> None:
+    forge = forge_for(fake, client, clock)
+    for drift in ("d1", "d2", "d2"):
+        reconcile_pull_request(forge, HEAD, BASE, proposal(drift))
+    assert [r.path for r in fake.requests if r.path == "/user"] == ["/user"]
+    given = make_forge(fake.kind, fake.url, fake.repo, TOKEN, client=client, sleep=clock.sleep,
+                       clock=clock.clock, account="syncer-bot")
+    fake.clear_log()
+    assert given.find_open(HEAD, BASE) is not None
+    assert all(r.path != "/user" for r in fake.requests)
+
+
+def test_a_pr_adopted_after_already_exists_must_have_a_head_syncer_pushed(
+    fake: FakeForgeServer, client: httpx.Client, clock: FakeTime
+) -> None:
+    """The one syncer just opened is its own whatever the answer says of its head; one
+    adopted after "already exists" is checked like any found one."""
+    forge = forge_for(fake, client, clock)
+    fresh = reconcile_pull_request(forge, HEAD, BASE, proposal("d1"), pushed=["ab" * 20])
+    assert fresh.outcome is PrOutcome.OPENED and fresh.pr is not None
+    fake.clear_log()
+    adopted = reconcile_pull_request(_CreateFirst(forge), HEAD, BASE, proposal("d2"), pushed=["ab" * 20])
+    assert adopted.outcome is PrOutcome.HUMAN_PUSHED and adopted.pr is not None
+    assert adopted.pr.number == fresh.pr.number
+    assert _writes_to(fake, adopted.pr.number) == []

@@ -25,7 +25,10 @@ from syncer.errors import PullRequestExists
 from syncer.forges.github import GitHubForge
 from syncer.pullrequest import PrOutcome, Proposal, reconcile_pull_request
 
-SPEC_PATH = Path(__file__).resolve().parents[2] / "shared" / "forge-api" / "github-rest-pulls.json"
+# shared/ sits next to the repository (or next to the directory of its worktrees)
+_SPEC = Path("shared") / "forge-api" / "github-rest-pulls.json"
+SPEC_PATH = next((p / _SPEC for p in Path(__file__).resolve().parents[2:4] if (p / _SPEC).exists()),
+                 Path(__file__).resolve().parents[2] / _SPEC)
 
 pytestmark = pytest.mark.skipif(
     not SPEC_PATH.exists(), reason=f"GitHub OpenAPI description not found at {SPEC_PATH}"
@@ -147,6 +150,11 @@ def test_client_requests_and_fake_responses_match_the_spec(
     with pytest.raises(PullRequestExists):  # answered 422 "already exists"
         forge.create(HEAD, BASE, "duplicate", "body", [])
     assert reconcile_pull_request(forge, HEAD, BASE, None).outcome is PrOutcome.CLOSED
+    # A PR from a fork with syncer's branch name, as GitHub lists and shows it (head.repo is the fork)
+    fork = fake.add_pr(HEAD, BASE, title="from a fork", head_repo="mallory/infra", author="mallory")
+    forge._http.request("GET", f"/repos/{fake.repo}/pulls", params={"state": "all", "per_page": 100})
+    shown = forge._http.request("GET", f"/repos/{fake.repo}/pulls/{fork.number}").json()
+    assert shown["head"]["repo"]["full_name"] == "mallory/infra" and shown["user"]["login"] == "mallory"
 
     seen: set[tuple[str, str]] = set()
     problems: list[str] = []

@@ -143,16 +143,23 @@ def run_until(sc: Sidecar, clock: FakeClock, when: datetime) -> list[Any]:
 
 
 class RecordingForge:
-    """A ``Forge`` in memory that records every write call."""
+    """A ``Forge`` in memory that records every write call. Given the ``remote`` (bare
+    repository), its open PR's head is the branch's commit there, as a forge reports it."""
 
     kind = "fake"
     max_body = 65536
 
-    def __init__(self) -> None:
+    def __init__(self, remote: Path | None = None) -> None:
         self.open: PullRequest | None = None
         self.writes: list[str] = []
+        self.remote = remote
 
     def find_open(self, head: str, base: str) -> PullRequest | None:
+        if self.open is not None and self.remote is not None:
+            import dataclasses
+
+            sha = git(self.remote, "rev-parse", f"refs/heads/{head}")
+            self.open = dataclasses.replace(self.open, head_sha=sha, same_repo=True)
         return self.open
 
     def find_latest_closed(self, head: str, base: str) -> PullRequest | None:

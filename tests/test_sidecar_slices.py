@@ -211,7 +211,7 @@ def test_a_morning_of_slice_flapping_gives_no_commit_and_no_pr_update(vanaheim: 
 def test_a_proposed_slice_pick_stays_on_the_open_pr_while_the_backend_flaps(vanaheim: Path, fake: FakeKubeAPI,
                                                                            tmp_path: Path) -> None:
     clock = FakeClock(datetime(2026, 8, 21, 7, 0, tzinfo=UTC))
-    forge = RecordingForge()
+    forge = RecordingForge(origin(vanaheim))
     sc = sidecar(fake, vanaheim, tmp_path, Mode.PR, clock, forge=forge)
     sc.start(run_loop=False)
     try:
@@ -235,6 +235,7 @@ def test_a_proposed_slice_pick_stays_on_the_open_pr_while_the_backend_flaps(vana
                 fake, "mac-ollama-ipv4", "192.168.68.75", s, ready=r))
         reports = run_until(sc, clock, datetime(2026, 8, 21, 9, 0, tzinfo=UTC))
         assert all(r.error is None for r in reports)
+        assert {r.outcome.pr.outcome.value for r in reports if r.outcome and r.outcome.pr} == {"unchanged"}
     finally:
         sc.stop()
     assert git(origin(vanaheim), "rev-parse", "syncer/vanaheim") == branch

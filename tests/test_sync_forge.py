@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,27 @@ def test_one_shot_sync_notifies_pr_events_and_undeclared(asgard_repo: Path, forg
     assert events == ["pr.opened", "drift.undeclared"]
     assert all(body["installation"] == "asgard" for _, body in hook.posts)
     assert TOKEN not in json.dumps([body for _, body in hook.posts])
+
+
+def test_a_fork_pr_with_syncers_branch_is_ignored_and_syncer_opens_its_own(asgard_repo: Path,
+                                                                           forge: FakeForgeServer) -> None:
+    """Mallory's PR from her fork's ``syncer/asgard``: ``syncer sync`` opens its own PR next
+    to it, and later closes its own; hers is never updated, commented on or closed."""
+    fork = forge.add_pr("syncer/asgard", "main", title="innocent", body="mallory's text",
+                        head_repo="mallory/infra", author="mallory")
+    code, out, err = sync(asgard_repo, forge)
+    assert (code, err) == (0, ""), out
+    assert "pull request opened" in out
+    [own] = [p for p in forge.open_prs() if p.number != fork.number]
+    assert own.head == "syncer/asgard" and not own.head_repo and "MAC_ADDRS" in own.body
+
+    git(asgard_repo, "fetch", "-q", "origin")  # the values copied back by hand: syncer closes its PR
+    git(asgard_repo, "merge", "-q", "--ff-only", "origin/syncer/asgard")
+    git(asgard_repo, "push", "-q", "origin", "main")
+    code, out, _ = sync(asgard_repo, forge)
+    assert code == 0 and "pull request closed" in out, out
+    assert forge.pr(own.number).state == "closed"
+    mine = forge.pr(fork.number)
+    assert (mine.state, mine.title, mine.body, mine.labels, mine.comments) == (
+        "open", "innocent", "mallory's text", [], [])
+    assert not [r for r in forge.writes if re.search(rf"/(pulls|merge_requests|issues)/{fork.number}(/|$)", r.path)]

@@ -88,11 +88,14 @@ def make_forge(
     clock: Callable[[], float] = time.time,
     *,
     budget: float = 60.0,
+    account: str = "",
 ) -> Forge:
     """A ``Forge`` for ``kind`` (github|gitea|gitlab) and ``repo`` on ``base_url``.
 
     ``timeout`` bounds each HTTP attempt, ``budget`` all retries of one call. Pass the
-    ``client`` (the CLI builds it); one is created when omitted.
+    ``client`` (the CLI builds it); one is created when omitted. ``account`` is the token's
+    own user when known (a GitHub App's ``<slug>[bot]``, which ``GET /user`` cannot tell);
+    otherwise it is looked up on first use. Only PRs opened by it are syncer's.
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown --forge {kind!r}: expected one of {', '.join(KINDS)}")
@@ -108,5 +111,5 @@ def make_forge(
     forge_class: Callable[..., Forge] = getattr(import_module(module), name)
     return forge_class(
         client, url, repo, token.strip(),
-        timeout=timeout, budget=budget, sleep=sleep, clock=clock,
+        timeout=timeout, budget=budget, sleep=sleep, clock=clock, account=account,
     )

@@ -30,6 +30,13 @@ class PullRequest:
     labels: tuple[str, ...]
     head: str  # source branch, without any owner prefix
     base: str  # target branch
+    #: The commit the head points at, as the forge reports it.
+    head_sha: str = ""
+    #: Who opened it (login / username).
+    author: str = ""
+    #: The head branch lives in the base repository itself (not in a fork). Only such a PR
+    #: can be syncer's: a fork's branch may carry syncer's name and anyone's commits.
+    same_repo: bool = False
 
 
 class Forge(Protocol):
@@ -41,11 +48,12 @@ class Forge(Protocol):
     max_body: int
 
     def find_open(self, head: str, base: str) -> PullRequest | None:
-        """The open PR from ``head`` into ``base``, if any."""
+        """syncer's own open PR from ``head`` into ``base``, if any (see ``is_own``: a PR
+        from a fork, or opened by someone else, with the same branch name is skipped)."""
         ...
 
     def find_latest_closed(self, head: str, base: str) -> PullRequest | None:
-        """The most recently updated closed or merged PR from ``head`` into ``base``."""
+        """syncer's own most recently updated closed or merged PR from ``head`` into ``base``."""
         ...
 
     def create(
@@ -77,6 +85,21 @@ class Forge(Protocol):
     def close(self, pr: PullRequest) -> PullRequest:
         """Close the PR without merging it."""
         ...
+
+
+def is_own(pr: PullRequest, head: str, base: str, account: str) -> str:
+    """Why ``pr`` is not syncer's own PR from ``head`` into ``base`` ("" when it is).
+
+    Syncer's own: the head branch is ``head`` in the base repository itself (never a fork,
+    whatever its branch is called), the target is ``base``, and it was opened by ``account``,
+    the token's own user. The same rule for every forge."""
+    if pr.head != head or pr.base != base:
+        return f"it is from {pr.head!r} into {pr.base!r}"
+    if not pr.same_repo:
+        return "its head branch is in another repository (a fork), not in this one"
+    if pr.author.casefold() != account.casefold():
+        return f"it was opened by {pr.author!r}, not by syncer's account {account!r}"
+    return ""
 
 
 def same_labels(a: Sequence[str], b: Sequence[str]) -> bool:

@@ -23,8 +23,20 @@ MAX_PAGES = 100
 LABEL_COLOR = "#c5def5"  # labels syncer has to create get a quiet colour
 
 
+class _Repo(TypedDict):
+    id: int
+    full_name: str
+
+
 class _Ref(TypedDict):
     ref: str
+    sha: str
+    repo_id: int
+    repo: _Repo | None  # None when the fork it came from was deleted
+
+
+class _User(TypedDict):
+    login: str
 
 
 class _Label(TypedDict):
@@ -42,6 +54,7 @@ class _Pull(TypedDict):
     head: _Ref
     base: _Ref
     merged: bool
+    user: _User | None  # the poster
 
 
 class _Comment(TypedDict):
@@ -139,9 +152,9 @@ class GiteaForge(ForgeClient):
 
     def _first(self, head: str, base: str, params: dict[str, str]) -> PullRequest | None:
         for item in self._pages(f"{self._repo}/pulls", params):
-            pull = cast(_Pull, item)
-            if pull["head"]["ref"] == head and pull["base"]["ref"] == base:
-                return _to_pr(pull)
+            pr = _to_pr(cast(_Pull, item))
+            if self._own(pr, head, base):
+                return pr
         return None
 
     def _label_ids(self, names: Sequence[str]) -> list[int]:
@@ -181,6 +194,9 @@ class GiteaForge(ForgeClient):
 
 def _to_pr(pull: _Pull) -> PullRequest:
     state: PrState = "merged" if pull["merged"] else ("open" if pull["state"] == "open" else "closed")
+    head_repo, base_repo = pull["head"].get("repo"), pull["base"].get("repo")
+    same_repo = bool(head_repo and base_repo and head_repo.get("full_name") == base_repo.get("full_name")
+                     and pull["head"].get("repo_id") == pull["base"].get("repo_id"))
     return PullRequest(
         number=pull["number"],
         url=pull["html_url"],
@@ -190,4 +206,7 @@ def _to_pr(pull: _Pull) -> PullRequest:
         labels=tuple(label["name"] for label in pull["labels"] or ()),
         head=pull["head"]["ref"],
         base=pull["base"]["ref"],
+        head_sha=pull["head"].get("sha") or "",
+        author=(pull.get("user") or {"login": ""})["login"] or "",
+        same_repo=same_repo,
     )

@@ -20,8 +20,19 @@ from syncer.forges.base import PrState, PullRequest
 MAX_PAGES = 50  # 100 per page: far more PRs per branch than any repository has
 
 
+class _Repo(TypedDict):
+    id: int
+    full_name: str
+
+
 class _Ref(TypedDict):
     ref: str
+    sha: str
+    repo: _Repo | None  # None when the fork it came from was deleted
+
+
+class _User(TypedDict):
+    login: str
 
 
 class _Label(TypedDict):
@@ -38,6 +49,7 @@ class _Pull(TypedDict):
     head: _Ref
     base: _Ref
     merged_at: str | None
+    user: _User | None
 
 
 class _Comment(TypedDict):
@@ -62,9 +74,9 @@ class GitHubForge(ForgeClient):
     def find_open(self, head: str, base: str) -> PullRequest | None:
         params: Params = {"state": "open", "head": f"{self._owner}:{head}", "base": base, "per_page": 100}
         for item in self._pages(f"{self._repo}/pulls", params, "pull requests: read"):
-            pull = cast(_Pull, item)
-            if pull["head"]["ref"] == head and pull["base"]["ref"] == base:
-                return _to_pr(pull)
+            pr = _to_pr(cast(_Pull, item))
+            if self._own(pr, head, base):
+                return pr
         return None
 
     def find_latest_closed(self, head: str, base: str) -> PullRequest | None:
@@ -77,9 +89,9 @@ class GitHubForge(ForgeClient):
             "per_page": 100,
         }
         for item in self._pages(f"{self._repo}/pulls", params, "pull requests: read"):
-            pull = cast(_Pull, item)
-            if pull["head"]["ref"] == head and pull["base"]["ref"] == base:
-                return _to_pr(pull)
+            pr = _to_pr(cast(_Pull, item))
+            if self._own(pr, head, base):
+                return pr
         return None
 
     def list_comments(self, pr: PullRequest) -> list[str]:
@@ -176,6 +188,9 @@ class GitHubForge(ForgeClient):
 
 def _to_pr(pull: _Pull) -> PullRequest:
     state: PrState = "merged" if pull["merged_at"] else ("open" if pull["state"] == "open" else "closed")
+    head_repo, base_repo = pull["head"].get("repo"), pull["base"].get("repo")
+    same_repo = bool(head_repo and base_repo and head_repo.get("id") == base_repo.get("id")
+                     and head_repo.get("full_name") == base_repo.get("full_name"))
     return PullRequest(
         number=pull["number"],
         url=pull["html_url"],
@@ -185,4 +200,7 @@ def _to_pr(pull: _Pull) -> PullRequest:
         labels=tuple(label["name"] for label in pull["labels"]),
         head=pull["head"]["ref"],
         base=pull["base"]["ref"],
+        head_sha=pull["head"].get("sha") or "",
+        author=(pull.get("user") or {"login": ""})["login"] or "",
+        same_repo=same_repo,
     )

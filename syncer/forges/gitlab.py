@@ -21,6 +21,10 @@ MAX_PAGES = 50  # 100 per page
 _STATES: dict[str, PrState] = {"opened": "open", "locked": "open", "closed": "closed", "merged": "merged"}
 
 
+class _User(TypedDict):
+    username: str
+
+
 class _MergeRequest(TypedDict):
     iid: int
     web_url: str
@@ -30,6 +34,10 @@ class _MergeRequest(TypedDict):
     labels: list[str]
     source_branch: str
     target_branch: str
+    source_project_id: int
+    target_project_id: int
+    sha: str | None
+    author: _User | None
 
 
 class _Note(TypedDict):
@@ -43,6 +51,7 @@ class GitLabForge(ForgeClient):
 
     auth_header = "PRIVATE-TOKEN"
     auth_scheme = ""
+    account_field = "username"
 
     def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str, **options: Any) -> None:
         super().__init__(client, api_url, repo, token, **options)
@@ -52,10 +61,12 @@ class GitLabForge(ForgeClient):
 
     def find_open(self, head: str, base: str) -> PullRequest | None:
         params = {"state": "opened", "source_branch": head, "target_branch": base}
+        # The list holds MRs from forks too (source_branch filters the name only), so each
+        # one's source project is checked (``_own``).
         for item in self._pages(f"{self._project}/merge_requests", params):
-            mr = cast(_MergeRequest, item)
-            if mr["source_branch"] == head and mr["target_branch"] == base:
-                return _to_pr(mr)
+            pr = _to_pr(cast(_MergeRequest, item))
+            if self._own(pr, head, base):
+                return pr
         return None
 
     def find_latest_closed(self, head: str, base: str) -> PullRequest | None:
@@ -68,11 +79,9 @@ class GitLabForge(ForgeClient):
             "sort": "desc",
         }
         for item in self._pages(f"{self._project}/merge_requests", params):
-            mr = cast(_MergeRequest, item)
-            if mr["source_branch"] == head and mr["target_branch"] == base:
-                pr = _to_pr(mr)
-                if pr.state != "open":
-                    return pr
+            pr = _to_pr(cast(_MergeRequest, item))
+            if pr.state != "open" and self._own(pr, head, base):
+                return pr
         return None
 
     def list_comments(self, pr: PullRequest) -> list[str]:
@@ -168,4 +177,8 @@ def _to_pr(mr: _MergeRequest) -> PullRequest:
         labels=tuple(mr["labels"]),
         head=mr["source_branch"],
         base=mr["target_branch"],
+        head_sha=mr.get("sha") or "",
+        author=(mr.get("author") or {"username": ""})["username"] or "",
+        # from a fork, the source project is the fork's
+        same_repo=mr.get("source_project_id") is not None and mr.get("source_project_id") == mr.get("target_project_id"),
     )

@@ -92,6 +92,10 @@ class FakePR:
     updated: int = 0
     closed: int | None = None
     comments: list[dict[str, Any]] = field(default_factory=list)
+    #: Where the head branch lives: "" for the repository itself, else a fork's "owner/name".
+    head_repo: str = ""
+    author: str = ""  # who opened it: "" for the token's user (``FakeForgeServer.account``)
+    head_sha: str = ""  # "" for the branch's commit in ``git_dir``; a fork's commit is not there
 
 
 @dataclass
@@ -156,12 +160,14 @@ class FakeForgeServer:
         token: str = "fake-token",
         repo: str = "acme/infra",
         page_size: int = 30,
+        account: str = "syncer-bot",
     ) -> None:
         self.git_dir = Path(git_dir) if git_dir is not None else None
         self.token = token
         self.repo = repo
         self.owner, _, self.name = repo.partition("/")
         self.page_size = page_size
+        self.account = account  # the user the token belongs to (GET /user)
         self.prs: list[FakePR] = []
         self.labels: dict[str, dict[str, Any]] = {}
         self.requests: list[LoggedRequest] = []
@@ -235,10 +241,14 @@ class FakeForgeServer:
     def add_pr(
         self, head: str, base: str = "main", *, title: str = "a PR", body: str = "",
         labels: tuple[str, ...] = (), state: str = "open", merged: bool = False,
+        head_repo: str = "", author: str = "", head_sha: str = "",
     ) -> FakePR:
+        """A PR opened by someone (by default the token's user, from the repository itself);
+        ``head_repo="mallory/infra"`` makes it come from a fork, as a stranger's would."""
         with self._lock:
             pr = FakePR(number=self._next_number(), title=title, body=body, head=head,
-                        base=base, labels=list(labels), created=self._now(), updated=self._now())
+                        base=base, labels=list(labels), created=self._now(), updated=self._now(),
+                        head_repo=head_repo, author=author, head_sha=head_sha)
             for name in labels:
                 self._label(name)
             self.prs.append(pr)
@@ -272,6 +282,17 @@ class FakeForgeServer:
             capture_output=True, text=True,
         )
         return done.returncode == 0
+
+    def author_of(self, pr: FakePR) -> str:
+        return pr.author or self.account
+
+    def head_sha_of(self, pr: FakePR) -> str:
+        return pr.head_sha or ("f0" * 20 if pr.head_repo else self.sha(pr.head))
+
+    def duplicate(self, head: str, base: str) -> FakePR | None:
+        """The open PR from the repository's own ``head`` into ``base``: what makes the forges
+        answer "already exists". One from a fork's branch of the same name does not count."""
+        return next((p for p in self.open_prs() if p.head == head and p.base == base and not p.head_repo), None)
 
     def sha(self, branch: str) -> str:
         if self.git_dir is None:

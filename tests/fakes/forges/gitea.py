@@ -44,6 +44,8 @@ class FakeGitea(FakeForgeServer):
         return fault.status, {"message": "fault", "url": f"{self.api_url}/swagger"}, headers
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
+        if path == "/user" and method == "GET":  # the authenticated user
+            return 200, self._user_json(), {}
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
         if not m or (unquote(m[1]), unquote(m[2])) != (self.owner, self.name):
             return self._not_found()
@@ -106,7 +108,7 @@ class FakeGitea(FakeForgeServer):
         head, base = str(body.get("head") or ""), str(body.get("base") or "")
         if not (head and base and self.branch_exists(head) and self.branch_exists(base)):
             return self._not_found()
-        dup = next((p for p in self.open_prs() if p.head == head and p.base == base), None)
+        dup = self.duplicate(head, base)  # head "branch": in this repository (a fork's: "owner:branch")
         if dup is not None:
             return 409, {"message": (
                 f"pull request already exists for these targets [id: {dup.number}, issue_id: {dup.number}, "
@@ -193,8 +195,18 @@ class FakeGitea(FakeForgeServer):
                 "color": label["color"], "description": label["description"] or "",
                 "url": f"{self.api_url}/repos/{self.repo}/labels/{label['id']}"}
 
-    def _user_json(self) -> dict[str, Any]:
-        return {"id": 7, "login": "syncer-bot", "full_name": "", "email": "bot@example.invalid"}
+    def _user_json(self, login: str = "") -> dict[str, Any]:
+        login = login or self.account
+        uid = {self.account: 7, self.owner: 3}.get(login, 100 + sum(map(ord, login)))
+        return {"id": uid, "login": login, "full_name": "", "email": f"{login}@example.invalid"}
+
+    def _repo_json(self, full_name: str) -> dict[str, Any]:
+        """The repository, or a fork of it (an id of its own, ``fork: true``)."""
+        owner, _, name = full_name.partition("/")
+        fork = full_name != self.repo
+        return {"id": 4200 + sum(map(ord, full_name)) if fork else 42, "name": name, "full_name": full_name,
+                "owner": self._user_json(owner), "fork": fork,
+                "parent": {"id": 42, "full_name": self.repo} if fork else None}
 
     def _comment_json(self, pr: FakePR, c: dict[str, Any]) -> dict[str, Any]:
         return {"id": c["id"], "html_url": f"{self.url}/{self.repo}/pulls/{pr.number}#issuecomment-{c['id']}",
@@ -204,13 +216,12 @@ class FakeGitea(FakeForgeServer):
 
     def _pull_json(self, pr: FakePR) -> dict[str, Any]:
         html = f"{self.url}/{self.repo}/pulls/{pr.number}"
-        repo = {"id": 42, "name": self.name, "full_name": self.repo, "owner": self._user_json()}
-
-        def ref(branch: str) -> dict[str, Any]:
-            return {"label": branch, "ref": branch, "sha": self.sha(branch), "repo_id": 42, "repo": repo}
+        def ref(branch: str, sha: str, full_name: str) -> dict[str, Any]:
+            repo = self._repo_json(full_name)
+            return {"label": branch, "ref": branch, "sha": sha, "repo_id": repo["id"], "repo": repo}
 
         return {
-            "id": 5000 + pr.number, "url": html, "number": pr.number, "user": self._user_json(),
+            "id": 5000 + pr.number, "url": html, "number": pr.number, "user": self._user_json(self.author_of(pr)),
             "title": pr.title, "body": pr.body, "labels": [self._label_json(n) for n in pr.labels],
             "milestone": None, "assignee": None, "assignees": None, "state": pr.state,
             "is_locked": False, "comments": len(pr.comments), "html_url": html,
@@ -218,7 +229,8 @@ class FakeGitea(FakeForgeServer):
             "merged": pr.merged, "merged_at": iso(pr.closed) if pr.merged else None,
             "merge_commit_sha": self.sha(pr.base) if pr.merged else None,
             "merged_by": self._user_json() if pr.merged else None,
-            "base": ref(pr.base), "head": ref(pr.head), "merge_base": self.sha(pr.base),
+            "base": ref(pr.base, self.sha(pr.base), self.repo),
+            "head": ref(pr.head, self.head_sha_of(pr), pr.head_repo or self.repo), "merge_base": self.sha(pr.base),
             "due_date": None, "created_at": iso(pr.created), "updated_at": iso(pr.updated),
             "closed_at": iso(pr.closed),
         }

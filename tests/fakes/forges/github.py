@@ -64,6 +64,8 @@ class FakeGitHub(FakeForgeServer):
                      "documentation_url": doc or self.DOCS, "status": "422"}, {}
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
+        if path == "/user" and method == "GET":  # the authenticated user: who the token is
+            return 200, self._private_user_json(), {}
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
         if not m or (unquote(m[1]), unquote(m[2])) != (self.owner, self.name):
             return self._not_found()
@@ -102,8 +104,9 @@ class FakeGitHub(FakeForgeServer):
         items = [p for p in self.prs if state == "all" or p.state == state]
         head = query.get("head")
         if head and ":" in head:  # GitHub ignores a head filter without "owner:"
+            # "user or organization:branch": the owner of the repository the head is in
             owner, _, branch = head.partition(":")
-            items = [p for p in items if owner == self.owner and p.head == branch]
+            items = [p for p in items if owner == (p.head_repo or self.repo).partition("/")[0] and p.head == branch]
         if query.get("base"):
             items = [p for p in items if p.base == query["base"]]
         sort = query.get("sort", "created")
@@ -134,7 +137,7 @@ class FakeGitHub(FakeForgeServer):
         for field_name, branch in (("head", head), ("base", base)):
             if not self.branch_exists(branch):
                 return self._validation([{"resource": "PullRequest", "field": field_name, "code": "invalid"}], doc)
-        if any(p.head == head and p.base == base for p in self.open_prs()):
+        if self.duplicate(head, base) is not None:
             return self._validation([{"resource": "PullRequest", "code": "custom",
                                       "message": f"A pull request already exists for {self.owner}:{head}."}], doc)
         now = self._now()
@@ -205,7 +208,21 @@ class FakeGitHub(FakeForgeServer):
         return 200, [self._label_json(n) for n in pr.labels], {}
 
     # JSON shapes (see components/schemas in github-rest-pulls.json)
-    def _user_json(self, login: str = "syncer-bot", uid: int = 7) -> dict[str, Any]:
+    def _uid(self, login: str) -> int:
+        return {self.account: 7, self.owner: 3}.get(login, 100 + sum(map(ord, login)))
+
+    def _private_user_json(self) -> dict[str, Any]:
+        """``GET /user`` (schema private-user): a user's public fields and a few private ones."""
+        return {**self._user_json(), "name": None, "company": None, "blog": "", "location": None,
+                "email": None, "hireable": None, "bio": None, "twitter_username": None,
+                "public_repos": 0, "public_gists": 0, "followers": 0, "following": 0,
+                "created_at": iso(0), "updated_at": iso(0), "private_gists": 0,
+                "total_private_repos": 0, "owned_private_repos": 0, "disk_usage": 0,
+                "collaborators": 0, "two_factor_authentication": True}
+
+    def _user_json(self, login: str | None = None, uid: int | None = None) -> dict[str, Any]:
+        login = login or self.account
+        uid = uid if uid is not None else self._uid(login)
         api = self.api_url
         return {
             "login": login, "id": uid, "node_id": f"U_{uid}", "avatar_url": f"{self.url}/avatars/{uid}",
@@ -221,8 +238,11 @@ class FakeGitHub(FakeForgeServer):
             "type": "User", "site_admin": False,
         }
 
-    def _repo_json(self) -> dict[str, Any]:
-        api = f"{self.api_url}/repos/{self.repo}"
+    def _repo_json(self, full_name: str = "") -> dict[str, Any]:
+        """The repository, or (``full_name``) a fork of it, which has an id of its own."""
+        full_name = full_name or self.repo
+        owner, _, name = full_name.partition("/")
+        api = f"{self.api_url}/repos/{full_name}"
         templated = {
             "archive_url": "/{archive_format}{/ref}", "assignees_url": "/assignees{/user}",
             "blobs_url": "/git/blobs{/sha}", "branches_url": "/branches{/branch}",
@@ -238,14 +258,16 @@ class FakeGitHub(FakeForgeServer):
         }
         plain = ["contributors", "deployments", "downloads", "events", "forks", "hooks", "languages",
                  "merges", "stargazers", "subscribers", "subscription", "tags", "teams"]
+        fork = full_name != self.repo
+        rid = 4200 + sum(map(ord, full_name)) if fork else 42
         repo: dict[str, Any] = {k: api + v for k, v in templated.items()}
         repo.update({f"{k}_url": f"{api}/{k}" for k in plain})
         repo.update({
-            "id": 42, "node_id": "R_42", "name": self.name, "full_name": self.repo,
-            "owner": self._user_json(self.owner, 3), "private": True, "html_url": f"{self.url}/{self.repo}",
-            "description": None, "fork": False, "url": api, "clone_url": f"{self.url}/{self.repo}.git",
-            "git_url": f"git://127.0.0.1/{self.repo}.git", "ssh_url": f"git@127.0.0.1:{self.repo}.git",
-            "svn_url": f"{self.url}/{self.repo}", "mirror_url": None, "homepage": None, "language": None,
+            "id": rid, "node_id": f"R_{rid}", "name": name, "full_name": full_name,
+            "owner": self._user_json(owner), "private": True, "html_url": f"{self.url}/{full_name}",
+            "description": None, "fork": fork, "url": api, "clone_url": f"{self.url}/{full_name}.git",
+            "git_url": f"git://127.0.0.1/{full_name}.git", "ssh_url": f"git@127.0.0.1:{full_name}.git",
+            "svn_url": f"{self.url}/{full_name}", "mirror_url": None, "homepage": None, "language": None,
             "forks": 0, "forks_count": 0, "stargazers_count": 0, "watchers": 0, "watchers_count": 0,
             "size": 1, "default_branch": "main", "open_issues": len(self.open_prs()),
             "open_issues_count": len(self.open_prs()), "has_issues": True, "has_projects": False,
@@ -274,12 +296,12 @@ class FakeGitHub(FakeForgeServer):
     def _pull_json(self, pr: FakePR, *, full: bool) -> dict[str, Any]:
         api = f"{self.api_url}/repos/{self.repo}"
         html = f"{self.url}/{self.repo}/pull/{pr.number}"
-        repo = self._repo_json()
-        shas = {pr.head: self.sha(pr.head), pr.base: self.sha(pr.base)}
+        head_sha, base_sha = self.head_sha_of(pr), self.sha(pr.base)
 
-        def ref(branch: str) -> dict[str, Any]:
-            return {"label": f"{self.owner}:{branch}", "ref": branch, "sha": shas[branch],
-                    "repo": repo, "user": self._user_json(self.owner, 3)}
+        def ref(branch: str, sha: str, full_name: str) -> dict[str, Any]:
+            owner = full_name.partition("/")[0]  # a fork's head is labelled with its owner
+            return {"label": f"{owner}:{branch}", "ref": branch, "sha": sha,
+                    "repo": self._repo_json(full_name), "user": self._user_json(owner)}
 
         merged_at = iso(pr.closed) if pr.merged else None
         labels = [self._label_json(n) for n in pr.labels]
@@ -292,21 +314,21 @@ class FakeGitHub(FakeForgeServer):
             "review_comments_url": f"{api}/pulls/{pr.number}/comments",
             "review_comment_url": f"{api}/pulls/comments{{/number}}",
             "comments_url": f"{api}/issues/{pr.number}/comments",
-            "statuses_url": f"{api}/statuses/{shas[pr.head]}",
+            "statuses_url": f"{api}/statuses/{head_sha}",
             "number": pr.number, "state": pr.state, "locked": False, "title": pr.title,
-            "user": self._user_json(), "body": pr.body or None,
+            "user": self._user_json(self.author_of(pr)), "body": pr.body or None,
             "labels": labels, "milestone": None, "active_lock_reason": None, "created_at": iso(pr.created), "updated_at": iso(pr.updated),
             "closed_at": iso(pr.closed), "merged_at": merged_at,
-            "merge_commit_sha": shas[pr.base] if pr.merged else None,
+            "merge_commit_sha": base_sha if pr.merged else None,
             "assignee": None, "assignees": [], "requested_reviewers": [], "requested_teams": [],
-            "head": ref(pr.head), "base": ref(pr.base),
+            "head": ref(pr.head, head_sha, pr.head_repo or self.repo), "base": ref(pr.base, base_sha, self.repo),
             "_links": {k: {"href": v} for k, v in {
                 "self": f"{api}/pulls/{pr.number}", "html": html, "issue": f"{api}/issues/{pr.number}",
                 "comments": f"{api}/issues/{pr.number}/comments",
                 "review_comments": f"{api}/pulls/{pr.number}/comments",
                 "review_comment": f"{api}/pulls/comments{{/number}}",
                 "commits": f"{api}/pulls/{pr.number}/commits",
-                "statuses": f"{api}/statuses/{shas[pr.head]}",
+                "statuses": f"{api}/statuses/{head_sha}",
             }.items()},
             "author_association": "CONTRIBUTOR", "auto_merge": None, "draft": False,
         }

@@ -57,6 +57,8 @@ class FakeGitLab(FakeForgeServer):
         return fault.status, {"message": "fault"}, {}
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
+        if path == "/user" and method == "GET":  # the current user
+            return 200, {**self._author(), "email": f"{self.account}@example.invalid", "bot": False}, {}
         m = re.fullmatch(r"/projects/([^/]+)(/.*)?", path)
         if not m or unquote(m[1]) not in (self.repo, str(self.PROJECT_ID)):
             return self._not_found()
@@ -98,7 +100,7 @@ class FakeGitLab(FakeForgeServer):
     def _list(self, path: str, query: dict[str, str]) -> Reply:
         state = query.get("state", "all")
         items = [p for p in self.prs if state == "all" or self._state(p) == state]
-        if query.get("source_branch"):
+        if query.get("source_branch"):  # the name only: a fork's MR from a same-named branch is listed too
             items = [p for p in items if p.head == query["source_branch"]]
         if query.get("target_branch"):
             items = [p for p in items if p.base == query["target_branch"]]
@@ -123,7 +125,7 @@ class FakeGitLab(FakeForgeServer):
         for key, branch in (("source_branch", head), ("target_branch", base)):
             if not self.branch_exists(branch):
                 return 400, {"message": {key: ["does not exist"]}}, {}
-        dup = next((p for p in self.open_prs() if p.head == head and p.base == base), None)
+        dup = self.duplicate(head, base)  # per source project: a fork's MR does not count
         if dup is not None:
             return 409, {"message": [f"Another open merge request already exists for this source branch: !{dup.number}"]}, {}
         now = self._now()
@@ -182,9 +184,15 @@ class FakeGitLab(FakeForgeServer):
             return 201, self._note_json(pr, note), {}
         return 404, {"error": "404 Not Found"}, {}
 
-    def _author(self) -> dict[str, Any]:
-        return {"id": 7, "username": "syncer-bot", "name": "syncer", "state": "active",
-                "web_url": f"{self.url}/syncer-bot"}
+    def _author(self, username: str = "") -> dict[str, Any]:
+        username = username or self.account
+        uid = {self.account: 7}.get(username, 100 + sum(map(ord, username)))
+        return {"id": uid, "username": username, "name": username, "state": "active",
+                "avatar_url": None, "web_url": f"{self.url}/{username}"}
+
+    def _project_id(self, full_path: str) -> int:
+        """This project's id, or a fork's (an id of its own)."""
+        return 4200 + sum(map(ord, full_path)) if full_path and full_path != self.repo else self.PROJECT_ID
 
     def _note_json(self, pr: FakePR, c: dict[str, Any]) -> dict[str, Any]:
         return {"id": c["id"], "type": None, "body": c["body"], "author": self._author(),
@@ -199,11 +207,11 @@ class FakeGitLab(FakeForgeServer):
             "created_at": iso(pr.created), "updated_at": iso(pr.updated),
             "merged_at": iso(pr.closed) if pr.merged else None,
             "closed_at": None if pr.merged else iso(pr.closed),
-            "target_branch": pr.base, "source_branch": pr.head, "author": self._author(),
-            "source_project_id": self.PROJECT_ID, "target_project_id": self.PROJECT_ID,
+            "target_branch": pr.base, "source_branch": pr.head, "author": self._author(self.author_of(pr)),
+            "source_project_id": self._project_id(pr.head_repo), "target_project_id": self.PROJECT_ID,
             "labels": list(pr.labels), "draft": False, "work_in_progress": False,
             "merge_status": "can_be_merged", "detailed_merge_status": "mergeable",
-            "sha": self.sha(pr.head), "user_notes_count": len([c for c in pr.comments if not c.get("system")]),
+            "sha": self.head_sha_of(pr), "user_notes_count": len([c for c in pr.comments if not c.get("system")]),
             "references": {"short": f"!{pr.number}", "relative": f"!{pr.number}", "full": f"{self.repo}!{pr.number}"},
             "web_url": f"{self.url}/{self.repo}/-/merge_requests/{pr.number}",
         }
