@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from syncer import logs
+from syncer import __version__, logs
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
@@ -38,7 +38,7 @@ class _EnvDefaults(argparse.ArgumentParser):
 
     def add_argument(self, *args: Any, **kwargs: Any) -> Any:
         action = super().add_argument(*args, **kwargs)
-        longs = [a for a in args if a.startswith("--") and a != "--help"]
+        longs = [a for a in args if a.startswith("--") and a not in ("--help", "--version")]
         if not longs:
             return action
         # Every long alias has a twin (--resync and --resync-interval); the first one set wins.
@@ -96,6 +96,8 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
 
 def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     parser = _EnvDefaults(prog=prog, description="Copy live Kubernetes values back into git.")
+    parser.add_argument("--version", action="version", version=f"syncer {__version__}",
+                        help="print 'syncer <version>' and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
     diff = sub.add_parser("diff", help="show what differs between git and the cluster")
     _source_flags(diff)
