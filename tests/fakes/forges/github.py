@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .base import FakeForgeServer, FakePR, Reply, _Fault, _bearer, iso
+from .github_app import UNDECODABLE, FakeApp, looks_like_jwt
 
 
 class FakeGitHub(FakeForgeServer):
@@ -18,8 +19,21 @@ class FakeGitHub(FakeForgeServer):
     prefix = "/api/v3"
     DOCS = "https://docs.github.com/rest"
 
+    #: A GitHub App installed on the repository (``install_app``): JWTs for its endpoints, its
+    #: installation tokens for all others (the personal ``token`` still works too).
+    app: FakeApp | None = None
+    _credential = ""
+
+    def install_app(self, app: FakeApp) -> FakeApp:
+        self.app = app
+        return app
+
     def _auth_ok(self, authorization: str | None, private_token: str | None) -> bool:
-        return _bearer(authorization) == self.token
+        credential = _bearer(authorization) or ""
+        self._credential = credential  # read by _route, under the same lock
+        if credential == self.token:
+            return True
+        return self.app is not None and (self.app.token_ok(credential) or looks_like_jwt(credential))
 
     def _unauthorized(self) -> Reply:
         return 401, {"message": "Bad credentials", "documentation_url": self.DOCS, "status": "401"}, {}
@@ -64,6 +78,12 @@ class FakeGitHub(FakeForgeServer):
                      "documentation_url": doc or self.DOCS, "status": "422"}, {}
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
+        if self.app is not None:
+            answer = self.app.route(method, path, self._credential, self.owner, self.name, self.api_url)
+            if answer is not None:
+                return answer
+            if looks_like_jwt(self._credential) and self._credential != self.token:
+                return 401, {"message": UNDECODABLE, "documentation_url": self.DOCS}, {}
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
         if not m or (unquote(m[1]), unquote(m[2])) != (self.owner, self.name):
             return self._not_found()
