@@ -8,18 +8,21 @@
 #                                               svn, cvsimport, ...) use perl; git's core is C
 #   apt, libapt-pkg, debconf, perl-base          no package manager in the final image
 #   tzdata                                       syncer works in UTC only
+#   e2fsprogs, logsave, libext2fs2, libss2       file-system tools, of no use in a container
+#   libsqlite3-0                                 only Python's sqlite3 module uses it (removed too)
 # Files no package manager will ever look at again:
 #   documentation, man pages, translations; glibc's iconv modules (gconv); pip's bundled wheels;
 #   git's server and mail programs (daemon, http-backend, shell, imap-send, http-push, scalar);
 #   the parts of Python's standard library that are development tools (lib2to3, distutils,
-#   pydoc_data, the test package, ensurepip, idlelib, tkinter, the _test* extensions).
+#   pydoc_data, the test package, ensurepip, idlelib, tkinter, the _test* extensions) and sqlite3.
 set -eu
 
 installed() {
   dpkg-query -W -f '${db:Status-Abbrev} ${Package}\n' "$@" 2>/dev/null | awk '$1 == "ii" { print $2 }' || true
 }
 
-purge="$(installed 'perl' 'libperl5*' 'perl-modules-*' 'liberror-perl' 'tzdata' 'apt' 'libapt-pkg*' 'debconf' 'perl-base')"
+purge="$(installed 'perl' 'libperl5*' 'perl-modules-*' 'liberror-perl' 'tzdata' 'e2fsprogs' 'logsave' 'libext2fs2*' \
+  'libss2*' 'libsqlite3-0*' 'apt' 'libapt-pkg*' 'debconf' 'perl-base')"
 if [ -n "$purge" ]; then
   # shellcheck disable=SC2086  # one word per package
   # dpkg warns about every forced removal; those warnings are the plan, so they are shown only
@@ -44,6 +47,6 @@ fi
 
 stdlib="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')"
 rm -rf "$stdlib/lib2to3" "$stdlib/distutils" "$stdlib/pydoc_data" "$stdlib/test" "$stdlib/ensurepip" \
-  "$stdlib/idlelib" "$stdlib/tkinter" "$stdlib/turtledemo" \
+  "$stdlib/idlelib" "$stdlib/tkinter" "$stdlib/turtledemo" "$stdlib/sqlite3" "$stdlib"/lib-dynload/_sqlite3* \
   "$stdlib"/lib-dynload/_test* "$stdlib"/lib-dynload/xxlimited* "$stdlib"/lib-dynload/_xxtestfuzz*
 find "$stdlib" -depth -name __pycache__ -type d -empty -delete
