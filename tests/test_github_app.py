@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,11 +18,12 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from tests.conftest import EXAMPLE_LIVE
+from tests.conftest import EXAMPLE_LIVE, ROOT
+from tests.fakes.kube_api import FakeKubeAPI
 from tests.fakes.forges import FakeGitHub, FakeTime
 from tests.fakes.forges.github_app import EXP_TOO_FAR, EXPIRED, UNDECODABLE, FakeApp
 from tests.fakes.git_http import GitHTTPServer
-from tests.helpers import run
+from tests.helpers import fake, run  # noqa: F401 - the fake Kubernetes API fixture
 
 from syncer.errors import ConfigError, ForgeError
 from syncer.forges import api_url, make_forge
@@ -190,3 +194,43 @@ def test_a_token_minted_later_is_masked_in_the_log() -> None:
         logging.getLogger().removeHandler(handler)
     assert "ghs_" not in stream.getvalue() and "static-token" not in stream.getvalue()
     assert "sent *** and ***" in stream.getvalue()
+
+
+def test_the_sidecar_runs_on_the_app_from_its_env_twins(asgard_repo: Path, fake: FakeKubeAPI, tmp_path: Path,
+                                                        key: rsa.RSAPrivateKey) -> None:
+    """``syncer run`` as the chart starts it (SYNCER_GITHUB_APP_*): a live edit becomes a pull request, the
+    branch pushed over HTTPS with the installation token, which no log line shows."""
+    from tests.test_sidecar import CM, _free_port, agree_with_live, kubeconfig, seed, wait_for
+
+    agree_with_live(asgard_repo)
+    seed(fake, asgard_repo)
+    root = tmp_path / "srv"
+    root.mkdir()
+    shutil.copytree(tmp_path / "origin.git", root / "infra.git")
+    subprocess.run(["git", "--git-dir", str(root / "infra.git"), "config", "http.receivepack", "true"], check=True)
+    with FakeGitHub(git_dir=root / "infra.git", token="personal-token-never-used") as github:
+        app = github.install_app(FakeApp(APP_ID, key.public_key()))
+        with GitHTTPServer(root, authorize=app.git_authorization_ok) as git_server:
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
+                   "SYNCER_GITHUB_APP_ID": APP_ID, "SYNCER_GITHUB_APP_KEY_FILE": str(pem(key, tmp_path / "k.pem"))}
+            env.pop("SYNCER_FORGE_TOKEN", None)
+            cmd = [sys.executable, "-m", "syncer.cli", "run", "asgard", "--remote", f"{git_server.url}/infra.git",
+                   "--kubeconfig", str(kubeconfig(fake, tmp_path)), "--listen", f"127.0.0.1:{_free_port()}",
+                   "--clone-dir", str(tmp_path / "run-clone"), "--mode", "pr", "--forge", "github",
+                   "--forge-url", github.url, "--forge-repo", "acme/infra", "--debounce", "0.2",
+                   "--log-format", "json"]
+            proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True)
+            try:
+                wait_for(lambda: app.minted or proc.poll() is not None, timeout=60, what="the first token")
+                fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "30"}}, manager="kubectl-edit")
+                wait_for(lambda: github.prs or proc.poll() is not None, timeout=60, what="the pull request")
+                assert proc.poll() is None, proc.communicate()
+                proc.send_signal(signal.SIGTERM)
+                _, stderr = proc.communicate(timeout=30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        assert proc.returncode == 0, stderr
+        assert len(github.prs) == 1 and git_server.pushes_refused == 0
+        assert len(app.minted) == 1 and app.minted[0] not in stderr  # one token for clone, push and API calls
