@@ -6,10 +6,15 @@
 # container is enough.
 #
 # The base image: the Dockerfile's python:3.12-slim when its registry answers; otherwise (this
-# CI machine reaches package registries only) an equivalent base built from Debian packages
-# with debootstrap (bookworm: python3 3.11, pip), passed as --build-arg PYTHON_IMAGE. Either
-# way the Dockerfile's own steps run unchanged: pip builds wheels from PyPI, the runtime stage
-# installs them offline and adds git/openssh from Debian.
+# CI machine reaches package registries only) an equivalent slim base built from Debian packages
+# with debootstrap (bookworm: python3 3.11 with venv; no docs, man pages, translations or apt
+# lists, as the Debian "slim" images), passed as --build-arg PYTHON_IMAGE. Either way the
+# Dockerfile's own steps run unchanged: pip installs syncer into a virtualenv from PyPI, kubectl
+# comes from its pinned PyPI wheel, the runtime root filesystem adds git/openssh from Debian.
+#
+# Then the image is checked: at most MAX_IMAGE_MB (as `buildah images` counts), runs as uid
+# 10001, no compiler, and as that user `syncer --help`, the asgard example, a git commit and push,
+# `ssh -V` and `kubectl kustomize`.
 #
 # Environment:
 #   SYNCER_IMAGE_BASE   use this base image, skip the registry probe and debootstrap
@@ -19,7 +24,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export STORAGE_DRIVER=vfs BUILDAH_ISOLATION=chroot
 readonly IMAGE=localhost/syncer:ci
-readonly DEBIAN_BASE=localhost/syncer-python-base:bookworm
+readonly DEBIAN_BASE=localhost/syncer-python-base:bookworm-slim
+readonly MAX_IMAGE_MB=200
 readonly UPSTREAM_BASE=docker.io/library/python:3.12-slim
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -43,16 +49,23 @@ debian_base() {
   apt_install debootstrap
   local rootfs ctr mnt
   rootfs="$(mktemp -d)"
-  log "debootstrap bookworm (python3, pip) into $rootfs"
-  debootstrap --variant=minbase --include=python3,python3-pip,python-is-python3,ca-certificates \
+  log "debootstrap bookworm (python3, venv) into $rootfs"
+  debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
     bookworm "$rootfs" http://deb.debian.org/debian >"$rootfs.log" 2>&1 \
     || { tail -20 "$rootfs.log" >&2; die "debootstrap failed (log: $rootfs.log)"; }
+  # Slim as Debian's own slim images: what debootstrap left (downloaded .debs, apt lists, docs,
+  # man pages, translations) goes, and dpkg keeps such files out of every later install.
+  rm -rf "$rootfs"/var/cache/apt/* "$rootfs"/var/lib/apt/lists/* "$rootfs"/usr/share/doc/* \
+    "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* "$rootfs"/usr/share/locale/* "$rootfs"/var/log/*
+  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
+    'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' 'path-exclude /usr/share/locale/*' \
+    'path-exclude /usr/share/lintian/*' >"$rootfs/etc/dpkg/dpkg.cfg.d/slim"
+  printf '%s\n' 'APT::Install-Recommends "false";' 'Acquire::Languages "none";' >"$rootfs/etc/apt/apt.conf.d/slim"
   ctr="$(buildah from scratch)"
   mnt="$(buildah mount "$ctr")"
   cp -a "$rootfs/." "$mnt/"
   buildah umount "$ctr" >/dev/null
-  # Debian marks its Python externally managed (PEP 668); the image's pip is the only installer.
-  buildah config --env PIP_BREAK_SYSTEM_PACKAGES=1 --cmd python3 "$ctr"
+  buildah config --cmd python3 "$ctr"
   buildah commit -q "$ctr" "$DEBIAN_BASE" >/dev/null
   buildah rm "$ctr" >/dev/null
   rm -rf "$rootfs" "$rootfs.log"
@@ -95,4 +108,31 @@ readarray -t -n 3 first <<<"$out"
 printf '%s\n' "${first[@]}" >&2
 # Exit 1 is "drift found": the example is stale on purpose.
 [[ $rc == 1 && "$out" == *"asgard: 4 difference(s)"* ]] || die "asgard example in the image: exit $rc"
-log "image checks passed: syncer --help, uid 10001, asgard example (4 differences, exit 1)"
+
+# Size as `buildah images` shows it (decimal units: kB, MB, GB), i.e. the layers unpacked.
+size="$(buildah images --format '{{.Size}}' "$IMAGE")"
+mb="$(awk -v s="$size" 'BEGIN { n = s + 0; u = s; sub(/^[0-9.]+ */, "", u);
+  f = (u == "GB") ? 1000 : (u == "MB") ? 1 : (u == "kB") ? 0.001 : (u == "B") ? 0.000001 : -1;
+  if (f < 0 || n <= 0) exit 1; printf "%.1f", n * f }')" || die "cannot read the image size from '$size'"
+log "image size: $size"
+awk -v mb="$mb" -v max="$MAX_IMAGE_MB" 'BEGIN { exit !(mb <= max) }' \
+  || die "the image is $size, over the limit of $MAX_IMAGE_MB MB"
+
+# What syncer shells out to, run as the image's user (uid 10001): git (a commit pushed to a bare
+# repository), ssh, and kubectl's embedded kustomize. No compiler in the image.
+tools="$(buildah run "$ctr" -- sh -ec '
+  for cc in cc gcc c++ g++ clang; do if command -v "$cc" >/dev/null; then echo "compiler $cc found"; exit 1; fi; done
+  ssh -V 2>&1
+  kubectl version --client 2>/dev/null | head -n 1
+  t="$(mktemp -d)"; cd "$t"
+  git init -q --bare origin.git && git clone -q origin.git work 2>/dev/null && cd work
+  echo x >file && git add file && git -c user.name=t -c user.email=t@example.invalid commit -qm one
+  git push -q origin HEAD:refs/heads/main && git --git-dir ../origin.git log --format="git push: %s" main
+  mkdir ../k && printf "resources: [cm.yaml]\nnamePrefix: k-\n" >../k/kustomization.yaml
+  printf "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {key: value}\n" >../k/cm.yaml
+  kubectl kustomize ../k | grep "name: k-c"
+' 2>&1)" || { printf '%s\n' "$tools" >&2; die "git/ssh/kubectl checks failed in the image"; }
+printf '%s\n' "$tools" >&2
+[[ "$tools" == *"OpenSSH_"* && "$tools" == *"git push: one"* && "$tools" == *"name: k-c"* ]] \
+  || die "git/ssh/kubectl checks in the image printed something unexpected"
+log "image checks passed: $size (limit $MAX_IMAGE_MB MB), uid 10001, no compiler, syncer --help, asgard example (4 differences, exit 1), git commit+push, ssh, kubectl kustomize"

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from syncer import logs
+from syncer import __version__, logs
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
@@ -38,7 +38,7 @@ class _EnvDefaults(argparse.ArgumentParser):
 
     def add_argument(self, *args: Any, **kwargs: Any) -> Any:
         action = super().add_argument(*args, **kwargs)
-        longs = [a for a in args if a.startswith("--") and a != "--help"]
+        longs = [a for a in args if a.startswith("--") and a not in ("--help", "--version")]
         if not longs:
             return action
         # Every long alias has a twin (--resync and --resync-interval); the first one set wins.
@@ -92,10 +92,23 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--author-name", default=Identity.name, help="commit author name")
     p.add_argument("--author-email", default=Identity.email,
                    help="commit author email; commits by anyone else on syncer's branch mark it as taken over")
+    _github_app_flags(p)
+
+
+def _github_app_flags(p: argparse.ArgumentParser) -> None:
+    """GitHub App credentials, instead of a personal token (with --forge github)."""
+    p.add_argument("--github-app-id", metavar="ID",
+                   help="authenticate as this GitHub App's installation instead of --token-file; its installation "
+                        "token is also git's HTTPS credential unless --git-token-file is given")
+    p.add_argument("--github-app-key-file", metavar="FILE", help="the GitHub App's private key (PEM)")
+    p.add_argument("--github-app-installation-id", metavar="ID",
+                   help="the app's installation (default: the one installed on --forge-repo)")
 
 
 def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     parser = _EnvDefaults(prog=prog, description="Copy live Kubernetes values back into git.")
+    parser.add_argument("--version", action="version", version=f"syncer {__version__}",
+                        help="print 'syncer <version>' and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
     diff = sub.add_parser("diff", help="show what differs between git and the cluster")
     _source_flags(diff)
@@ -193,13 +206,52 @@ def _token(args: argparse.Namespace) -> str:
     return token
 
 
+def _github_app(args: argparse.Namespace) -> Any:
+    """The GitHub App's installation token source (``--github-app-id``), or None; one per command."""
+    app_id = (getattr(args, "github_app_id", None) or "").strip()
+    if not app_id:
+        if getattr(args, "github_app_key_file", None) or getattr(args, "github_app_installation_id", None):
+            raise ConfigError("--github-app-key-file/--github-app-installation-id need --github-app-id")
+        return None
+    if getattr(args, "_github_app", None) is not None:
+        return args._github_app
+    if args.forge != "github":
+        raise ConfigError(f"--github-app-id is for --forge github, not --forge {args.forge}")
+    if args.token_file:
+        raise ConfigError("give --token-file or --github-app-id, not both")
+    if not args.github_app_key_file:
+        raise ConfigError("--github-app-id needs --github-app-key-file (the app's private key, PEM)")
+    installation = (args.github_app_installation_id or "").strip()
+    if installation and not installation.isdigit():
+        raise ConfigError(f"--github-app-installation-id {installation!r} is not a number")
+    import httpx
+
+    from syncer.forges import api_url
+    from syncer.forges.githubapp import InstallationToken, load_private_key
+
+    key = load_private_key(args.github_app_key_file)
+    args._github_app = InstallationToken(httpx.Client(), api_url("github", args.forge_url or ""), app_id, key,
+                                         repo=(args.forge_repo or "").strip().strip("/").removesuffix(".git"),
+                                         installation_id=int(installation) if installation else None)
+    return args._github_app
+
+
+def _app_git_token(args: argparse.Namespace) -> Callable[[], str] | None:
+    """git's HTTPS token from the GitHub App, unless --git-token-file names another one."""
+    app = _github_app(args)
+    return app.token if app is not None and not args.git_token_file else None
+
+
 def _forge(args: argparse.Namespace) -> Any:
+    app = _github_app(args)
     if args.forge == "none" or args.mode != Mode.PR.value:
         return None
     if not args.forge_repo:
         raise ConfigError(f"--forge {args.forge} needs --forge-repo OWNER/NAME")
     from syncer.forges import make_forge
 
+    if app is not None:  # only PRs opened by the app's bot are syncer's
+        return make_forge(args.forge, args.forge_url or "", args.forge_repo, app, account=app.account())
     return make_forge(args.forge, args.forge_url or "", args.forge_repo, _token(args))
 
 
@@ -274,7 +326,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     forge = _forge(args)
     remote = args.remote or (origin_url(repo) if repo is not None else None) or str(repo)
     identity = Identity(args.author_name, args.author_email, _read_secret(args.git_token_file, "--git-token-file"),
-                        args.git_username)
+                        args.git_username, token_source=_app_git_token(args))
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
         known = installation if repo is not None else args.installation  # a new clone is sparse: only its hosts/
@@ -348,7 +400,10 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
             remote = None
     if not remote:
         raise ConfigError("--remote URL is required: the git repository syncer clones from and pushes to")
-    identity = Identity(args.author_name, args.author_email, git_token, args.git_username)
+    identity = Identity(args.author_name, args.author_email, git_token, args.git_username,
+                        token_source=_app_git_token(args))
+    if _github_app(args) is not None:  # each new installation token joins what the log masks
+        _github_app(args).on_token = secrets.append
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
         base = args.base_branch or remote_default_branch(remote, identity)

@@ -33,6 +33,9 @@ class Identity:
     #: environment-only config (never on a command line, never in the remote URL).
     token: str = field(default="", repr=False)
     token_user: str = "x-access-token"
+    #: A token that changes over time (a GitHub App's installation token): asked for on every
+    #: git command, in place of ``token``.
+    token_source: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
 
 def _env(identity: Identity) -> dict[str, str]:
@@ -46,8 +49,9 @@ def _env(identity: Identity) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": identity.email,
         "GIT_CONFIG_NOSYSTEM": "1",
     }
-    if identity.token:
-        basic = base64.b64encode(f"{identity.token_user}:{identity.token}".encode()).decode()
+    token = identity.token_source() if identity.token_source is not None else identity.token
+    if token:
+        basic = base64.b64encode(f"{identity.token_user}:{token}".encode()).decode()
         env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
                     "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"})
     if "GIT_SSH_COMMAND" not in os.environ:

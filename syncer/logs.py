@@ -38,7 +38,7 @@ class _Formatter(logging.Formatter):
     def __init__(self, default_object: str, secrets: Sequence[str]) -> None:
         super().__init__()
         self.default_object = default_object
-        self.secrets = list(secrets)
+        self.secrets = secrets  # by reference: a token minted later (GitHub App) is appended to it
 
     def parts(self, record: logging.LogRecord) -> tuple[str, str, dict[str, Any]]:
         when = datetime.fromtimestamp(record.created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -84,7 +84,7 @@ def setup(fmt: str, *, installation: str, secrets: Sequence[str] = (), stream: I
         raise ValueError(f"unknown log format {fmt!r} (use {' or '.join(FORMATS)})")
     handler = logging.StreamHandler(stream or sys.stderr)
     cls = JsonFormatter if fmt == "json" else TextFormatter
-    handler.setFormatter(cls(f"installation/{installation}", [s for s in secrets if s]))
+    handler.setFormatter(cls(f"installation/{installation}", secrets))
     root = logging.getLogger()
     for old in list(root.handlers):
         if getattr(old, "_syncer", False):

@@ -299,10 +299,13 @@ def test_credentials_only_as_files_from_the_existing_secret(scenario: Path) -> N
             assert name.endswith("_FILE"), f"{name} must point at a file, not hold a credential"
             assert value.startswith(CREDENTIAL_DIR), f"{name}={value} is not a mounted file path"
     forge = values["sync"]["forge"]
-    if forge == "none":
+    app = values["credentials"].get("githubApp", {}).get("id")
+    if forge == "none" or app:
         assert "SYNCER_TOKEN_FILE" not in env
     else:
         assert env["SYNCER_TOKEN_FILE"] == "/var/run/syncer/forge/token"
+    if app:  # a GitHub App: its private key, never a token, and the installation token for git too
+        assert (env["SYNCER_GITHUB_APP_ID"], env["SYNCER_GITHUB_APP_KEY_FILE"]) == (app, "/var/run/syncer/forge/app-key.pem")
 
     secret_volumes = [v for v in pod["volumes"] if "secret" in v]
     assert secret_volumes
@@ -315,8 +318,10 @@ def test_credentials_only_as_files_from_the_existing_secret(scenario: Path) -> N
         keys |= {item["key"] for item in secret["items"]}
         assert mounts[volume["name"]]["readOnly"] is True
         assert mounts[volume["name"]]["mountPath"].startswith(CREDENTIAL_DIR)
-    expected = {"forgeToken"} if forge != "none" else set()
-    if values["credentials"]["gitAuth"] == "https":
+    expected = {"githubAppPrivateKey"} if app else {"forgeToken"} if forge != "none" else set()
+    if values["credentials"]["gitAuth"] == "https" and app:
+        assert "SYNCER_GIT_TOKEN_FILE" not in env and "GIT_SSH_COMMAND" not in env
+    elif values["credentials"]["gitAuth"] == "https":
         expected |= {"gitToken"}
         assert env["SYNCER_GIT_TOKEN_FILE"] == "/var/run/syncer/git/token"
         assert "GIT_SSH_COMMAND" not in env

@@ -10,6 +10,7 @@ import logging
 import socket
 import threading
 import time
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,27 @@ def test_an_idle_watch_stays_open_with_tcp_keepalive_instead_of_a_read_timeout(f
         stream.close()
         for _ in stream.chunks():
             pass
+
+
+def _exec_kubeconfig(tmp_path: Path) -> Path:
+    credential = json.dumps({"apiVersion": "client.authentication.k8s.io/v1beta1", "kind": "ExecCredential",
+                             "status": {"token": "from-plugin"}})
+    return _kubeconfig(tmp_path / "exec", {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                                    "command": "sh", "args": ["-c", f"echo '{credential}'"]}},
+                       {"server": "http://127.0.0.1:1"})
+
+
+def test_an_exec_plugin_runs_through_the_official_client(tmp_path: Path) -> None:
+    conn = load_connection(str(_exec_kubeconfig(tmp_path)), None)
+    assert conn.authorization() == "Bearer from-plugin"
+
+
+def test_an_exec_plugin_without_the_extra_is_one_line_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    for name in [m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # what an install without the extra has: no module
+    code = main(["diff", "asgard", "--repo", str(ROOT), "--kubeconfig", str(_exec_kubeconfig(tmp_path))])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "credential plugin" in err and "pip install 'syncer[exec-auth]'" in err

@@ -23,6 +23,8 @@ from syncer.redact import redact_url
 if TYPE_CHECKING:
     import httpx
 
+    from syncer.forges._http import TokenSource
+
 __all__ = ["Forge", "PullRequest", "api_url", "make_forge", "same_labels", "KINDS", "FORGES", "ForgeSpec"]
 
 
@@ -81,7 +83,7 @@ def make_forge(
     kind: str,
     base_url: str,
     repo: str,
-    token: str,
+    token: str | TokenSource,
     client: httpx.Client | None = None,
     timeout: float = 10.0,
     sleep: Callable[[float], None] = time.sleep,
@@ -99,8 +101,10 @@ def make_forge(
     """
     if kind not in KINDS:
         raise ConfigError(f"unknown --forge {kind!r}: expected one of {', '.join(KINDS)}")
-    if not token.strip():
-        raise ConfigError(f"no token for --forge {kind}: set --token-file or SYNCER_FORGE_TOKEN")
+    if isinstance(token, str):
+        if not token.strip():
+            raise ConfigError(f"no token for --forge {kind}: set --token-file or SYNCER_FORGE_TOKEN")
+        token = token.strip()
     url = api_url(kind, base_url)
     repo = _check_repo(kind, repo)
     if client is None:
@@ -110,6 +114,6 @@ def make_forge(
     module, _, name = FORGES[kind].client.partition(":")
     forge_class: Callable[..., Forge] = getattr(import_module(module), name)
     return forge_class(
-        client, url, repo, token.strip(),
+        client, url, repo, token,
         timeout=timeout, budget=budget, sleep=sleep, clock=clock, account=account,
     )

@@ -24,7 +24,7 @@ import random
 import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -84,6 +84,43 @@ class Secret:
     __str__ = __repr__
 
 
+class TokenSource(Protocol):
+    """Where a forge credential comes from when it is not one fixed token (a GitHub App's
+    installation token, minted and refreshed). ``token()`` may call the forge to mint one;
+    ``known()`` never does: the tokens to mask in messages; ``expire()`` drops the current
+    token after the forge refused it and says whether a new one can be had; ``hint`` names the
+    settings to check when the forge refuses the credential."""
+
+    hint: str
+
+    def token(self) -> str: ...
+
+    def known(self) -> list[str]: ...
+
+    def expire(self) -> bool: ...
+
+
+class StaticToken:
+    """One token for the life of the process (``--token-file``, ``SYNCER_FORGE_TOKEN``)."""
+
+    hint = "--token-file/SYNCER_FORGE_TOKEN"
+
+    def __init__(self, token: str) -> None:
+        self._secret = Secret(token)
+
+    def __repr__(self) -> str:
+        return "StaticToken('***')"
+
+    def token(self) -> str:
+        return self._secret.reveal()
+
+    def known(self) -> list[str]:
+        return [self._secret.reveal()]
+
+    def expire(self) -> bool:
+        return False
+
+
 class ForgeHttp:
     """Sends requests to one forge API for one repository, with one token."""
 
@@ -94,7 +131,7 @@ class ForgeHttp:
         forge: str,
         api_url: str,
         repo: str,
-        token: str,
+        token: str | TokenSource,
         auth_header: str = "Authorization",
         auth_scheme: str = "Bearer",
         extra_headers: Mapping[str, str] | None = None,
@@ -108,7 +145,7 @@ class ForgeHttp:
         self.forge = forge
         self.api_url = api_url.rstrip("/")
         self.repo = repo
-        self._token = Secret(token)
+        self._token: TokenSource = StaticToken(token) if isinstance(token, str) else token
         self._auth_header = auth_header
         self._auth_scheme = auth_scheme
         self._headers = dict(extra_headers or {})
@@ -127,7 +164,7 @@ class ForgeHttp:
         return redact_url(self.api_url)
 
     def redact(self, text: str) -> str:
-        return redact_text(text, [self._token.reveal()])
+        return redact_text(text, self._token.known())
 
     def error(self, message: str, *, transient: bool) -> ForgeError:
         """A ForgeError whose message is guaranteed free of the token."""
@@ -154,16 +191,17 @@ class ForgeHttp:
         """
         url = self._url(path)
         shown = f"{method} {urlsplit(url).path}"
-        credential = self._token.reveal()
-        if self._auth_scheme:
-            credential = f"{self._auth_scheme} {credential}"
-        headers = {**self._headers, self._auth_header: credential}
         started = self._clock()
         slept = 0.0
         attempt = 0
+        renewed = False
         while True:
             remaining = self.budget - max(self._clock() - started, slept)
             problem: str
+            credential = self._token.token()  # per attempt: a minted token may have been renewed meanwhile
+            if self._auth_scheme:
+                credential = f"{self._auth_scheme} {credential}"
+            headers = {**self._headers, self._auth_header: credential}
             try:
                 response = httpbound.send(
                     self._client,
@@ -201,6 +239,12 @@ class ForgeHttp:
                 elif status in RETRY_STATUSES:
                     problem = f"HTTP {status}: {excerpt(response.text)}"
                     wait = self._backoff(attempt)
+                elif status == 401 and not renewed and self._token.expire():
+                    # A minted token the forge no longer takes (revoked, or expired early): one
+                    # more attempt with a new one; a second 401 is the credential itself.
+                    renewed = True
+                    log.warning("%s: %s -> 401; minting a new token", self.forge, shown)
+                    continue
                 else:
                     raise self._permanent(response, shown, permission)
             attempt += 1
@@ -280,7 +324,7 @@ class ForgeHttp:
         if status == 401:
             message = (
                 f"token rejected by {self.forge} at {self.shown_url}: check "
-                f"--token-file/SYNCER_FORGE_TOKEN ({shown} -> 401: {body})"
+                f"{self._token.hint} ({shown} -> 401: {body})"
             )
         elif status == 403:
             needed = permission or ("read" if shown.startswith("GET ") else "write")
@@ -356,7 +400,7 @@ class ForgeClient:
         client: httpx.Client,
         api_url: str,
         repo: str,
-        token: str,
+        token: str | TokenSource,
         *,
         timeout: float = 10.0,
         budget: float = 60.0,

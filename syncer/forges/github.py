@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import httpx
 
-from syncer.forges._http import ForgeClient, Params, excerpt
+from syncer.forges._http import ForgeClient, Params, TokenSource, excerpt
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
@@ -64,7 +64,8 @@ class GitHubForge(ForgeClient):
     auth_scheme = "Bearer"
     headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
 
-    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str, **options: Any) -> None:
+    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str | TokenSource,
+                 **options: Any) -> None:
         super().__init__(client, api_url, repo, token, **options)
         self._owner, _, name = repo.partition("/")
         self._repo = f"/repos/{quote(self._owner, safe='')}/{quote(name, safe='')}"

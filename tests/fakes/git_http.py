@@ -10,15 +10,19 @@ import base64
 import os
 import subprocess
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
 
 class GitHTTPServer:
-    def __init__(self, root: Path, token: str = "push-token") -> None:
+    def __init__(self, root: Path, token: str = "push-token",
+                 authorize: Callable[[str | None], bool] | None = None) -> None:
         self.root = root  # directory holding bare repositories
         self.token = token
+        #: Decides on a push's Authorization header instead of ``token`` (a GitHub App's tokens).
+        self.authorize = authorize
         self.pushes_refused = 0
         server = self
 
@@ -31,7 +35,8 @@ class GitHTTPServer:
                 wants_push = "git-receive-pack" in url.path or "service=git-receive-pack" in (url.query or "")
                 if wants_push:
                     expected = "Basic " + base64.b64encode(f"x-access-token:{server.token}".encode()).decode()
-                    if self.headers.get("Authorization") != expected:
+                    given = self.headers.get("Authorization")
+                    if not (server.authorize(given) if server.authorize else given == expected):
                         server.pushes_refused += 1
                         self.send_response(401)
                         self.send_header("WWW-Authenticate", 'Basic realm="git"')

@@ -136,7 +136,7 @@ Included by every template that renders something, so `helm template`,
 {{- if empty (concat .Values.tracked.configMaps .Values.tracked.endpoints .Values.tracked.extra) }}
 {{- fail "tracked lists no object: set tracked.configMaps, tracked.endpoints or tracked.extra to the objects syncer keeps in sync" }}
 {{- end }}
-{{- $managed := list "HOME" "GIT_SSH_COMMAND" "SYNCER_MODE" "SYNCER_FORGE" "SYNCER_FORGE_URL" "SYNCER_FORGE_REPO" "SYNCER_REMOTE" "SYNCER_BASE_BRANCH" "SYNCER_TOKEN_FILE" "SYNCER_GIT_TOKEN_FILE" "SYNCER_CLONE_DIR" "SYNCER_LOG_FORMAT" "SYNCER_RESYNC_INTERVAL" "SYNCER_STATE_CONFIGMAP" "SYNCER_LEADER_ELECT" "SYNCER_LEASE_NAME" "SYNCER_LEASE_DURATION" "SYNCER_LISTEN" }}
+{{- $managed := list "HOME" "GIT_SSH_COMMAND" "SYNCER_MODE" "SYNCER_FORGE" "SYNCER_FORGE_URL" "SYNCER_FORGE_REPO" "SYNCER_REMOTE" "SYNCER_BASE_BRANCH" "SYNCER_TOKEN_FILE" "SYNCER_GIT_TOKEN_FILE" "SYNCER_GITHUB_APP_ID" "SYNCER_GITHUB_APP_KEY_FILE" "SYNCER_GITHUB_APP_INSTALLATION_ID" "SYNCER_CLONE_DIR" "SYNCER_LOG_FORMAT" "SYNCER_RESYNC_INTERVAL" "SYNCER_STATE_CONFIGMAP" "SYNCER_LEADER_ELECT" "SYNCER_LEASE_NAME" "SYNCER_LEASE_DURATION" "SYNCER_LISTEN" }}
 {{- range .Values.extraEnv }}
 {{- if has .name $managed }}
 {{- fail (printf "extraEnv sets %s, which the chart sets from its own values; use those instead" .name) }}
@@ -185,11 +185,26 @@ to files mounted from the existing Secret.
       value: {{ .Values.sync.remote | quote }}
     - name: SYNCER_BASE_BRANCH
       value: {{ .Values.sync.baseBranch | quote }}
-    {{- if ne .Values.sync.forge "none" }}
+    {{- $app := (.Values.credentials.githubApp | default dict) }}
+    {{- if $app.id }}
+    {{- if ne .Values.sync.forge "github" }}
+    {{- fail (printf "credentials.githubApp.id is for sync.forge github, not %q" .Values.sync.forge) }}
+    {{- end }}
+    - name: SYNCER_GITHUB_APP_ID
+      value: {{ $app.id | quote }}
+    - name: SYNCER_GITHUB_APP_KEY_FILE
+      value: /var/run/syncer/forge/app-key.pem
+    {{- with $app.installationID }}
+    - name: SYNCER_GITHUB_APP_INSTALLATION_ID
+      value: {{ . | quote }}
+    {{- end }}
+    {{- else if ne .Values.sync.forge "none" }}
     - name: SYNCER_TOKEN_FILE
       value: {{ include "syncer.forgeTokenFile" . }}
     {{- end }}
-    {{- if eq .Values.credentials.gitAuth "https" }}
+    {{- if and (eq .Values.credentials.gitAuth "https") $app.id }}
+    # git over HTTPS uses the GitHub App's installation token.
+    {{- else if eq .Values.credentials.gitAuth "https" }}
     - name: SYNCER_GIT_TOKEN_FILE
       value: {{ $gitDir }}/token
     {{- else }}
@@ -268,9 +283,11 @@ to files mounted from the existing Secret.
       mountPath: /var/run/syncer/forge
       readOnly: true
     {{- end }}
+    {{- if not (and (eq .Values.credentials.gitAuth "https") (.Values.credentials.githubApp | default dict).id) }}
     - name: syncer-git
       mountPath: {{ $gitDir }}
       readOnly: true
+    {{- end }}
 {{- end }}
 
 {{/*
@@ -292,9 +309,15 @@ the pod's fsGroup read access).
     secretName: {{ .Values.credentials.existingSecret }}
     defaultMode: 0400
     items:
+      {{- if (.Values.credentials.githubApp | default dict).id }}
+      - key: githubAppPrivateKey
+        path: app-key.pem
+      {{- else }}
       - key: forgeToken
         path: token
+      {{- end }}
 {{- end }}
+{{- if not (and (eq .Values.credentials.gitAuth "https") (.Values.credentials.githubApp | default dict).id) }}
 - name: syncer-git
   secret:
     secretName: {{ .Values.credentials.existingSecret }}
@@ -309,6 +332,7 @@ the pod's fsGroup read access).
       - key: knownHosts
         path: known_hosts
     {{- end }}
+{{- end }}
 {{- end }}
 
 {{/*

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from .base import FakeForgeServer, FakePR, Reply, _Fault, _bearer, iso
+from .github_app import UNDECODABLE, FakeApp, looks_like_jwt
 
 
 class FakeGitHub(FakeForgeServer):
@@ -18,8 +19,21 @@ class FakeGitHub(FakeForgeServer):
     prefix = "/api/v3"
     DOCS = "https://docs.github.com/rest"
 
+    #: A GitHub App installed on the repository (``install_app``): JWTs for its endpoints, its
+    #: installation tokens for all others (the personal ``token`` still works too).
+    app: FakeApp | None = None
+    _credential = ""
+
+    def install_app(self, app: FakeApp) -> FakeApp:
+        self.app = app
+        return app
+
     def _auth_ok(self, authorization: str | None, private_token: str | None) -> bool:
-        return _bearer(authorization) == self.token
+        credential = _bearer(authorization) or ""
+        self._credential = credential  # read by _route, under the same lock
+        if credential == self.token:
+            return True
+        return self.app is not None and (self.app.token_ok(credential) or looks_like_jwt(credential))
 
     def _unauthorized(self) -> Reply:
         return 401, {"message": "Bad credentials", "documentation_url": self.DOCS, "status": "401"}, {}
@@ -64,6 +78,12 @@ class FakeGitHub(FakeForgeServer):
                      "documentation_url": doc or self.DOCS, "status": "422"}, {}
 
     def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> Reply:
+        if self.app is not None:
+            answer = self.app.route(method, path, self._credential, self.owner, self.name, self.api_url)
+            if answer is not None:
+                return answer
+            if looks_like_jwt(self._credential) and self._credential != self.token:
+                return 401, {"message": UNDECODABLE, "documentation_url": self.DOCS}, {}
         if path == "/user" and method == "GET":  # the authenticated user: who the token is
             return 200, self._private_user_json(), {}
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
@@ -141,8 +161,9 @@ class FakeGitHub(FakeForgeServer):
             return self._validation([{"resource": "PullRequest", "code": "custom",
                                       "message": f"A pull request already exists for {self.owner}:{head}."}], doc)
         now = self._now()
+        app_made = self.app is not None and self.app.token_ok(self._credential)
         pr = FakePR(number=self._next_number(), title=str(body["title"]), body=str(body.get("body") or ""),
-                    head=head, base=base, created=now, updated=now)
+                    head=head, base=base, created=now, updated=now, author=self.app.bot if app_made and self.app else "")
         self.prs.append(pr)
         location = f"{self.api_url}/repos/{self.repo}/pulls/{pr.number}"
         return 201, self._pull_json(pr, full=True), {"Location": location}
