@@ -26,7 +26,8 @@ from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.history import GitHistory
 from syncer.live import LiveSource
-from syncer.manifests import Manifests, host_dir, load_manifests
+from syncer.gitsource import load_source, verified
+from syncer.manifests import Manifests, host_dir
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result
 from syncer.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
 from syncer.writeback import FileChange, plan_changes, write_changes
@@ -60,7 +61,7 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation)
-    manifests = load_manifests(repo, installation, config.namespace)
+    manifests = load_source(repo, installation, config.namespace)
     # bindings without a namespace go where git declares what they bind (not where -n points)
     return Loaded(config.bound_to(endpoints.declared_services(manifests.objects)), manifests)
 
@@ -121,6 +122,8 @@ def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
     ``result.errors``, and its drifts are not claimed by the commit or PR."""
     aborted: list[FileError] = []
     changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted)
+    if changes and loaded.manifests.source_map is not None:
+        changes = verified(repo, changes, drifts, loaded.manifests.source_map, aborted)
     if aborted:
         bad = {e.file for e in aborted}
         drifts = [d for d in drifts if d.file not in bad or not d.edits]

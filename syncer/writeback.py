@@ -13,7 +13,7 @@ import hashlib
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +190,12 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Pl
     return new, tuple(comments)
 
 
+def _target(obj: GitObject, edit: Edit) -> GitObject:
+    """Where ``edit`` applies: inside its object, or (a rendered object's field) at a path of
+    another document of the drift's file."""
+    return obj if edit.doc is None else replace(obj, doc=edit.doc, prefix=())
+
+
 def plan_changes(
     repo: Path, installation: str, drifts: Iterable[Drift], objects: dict[ObjectRef, GitObject],
     aborted: list[FileError] | None = None,
@@ -213,7 +219,7 @@ def plan_changes(
         if path.is_symlink():
             raise ConfigError(f"{file}: is a symlink; refusing to write through it")
         old = path.read_bytes().decode("utf-8")
-        steps = [(drift, objects[drift.ref], edit) for drift in file_drifts for edit in drift.edits]
+        steps = [(drift, _target(objects[drift.ref], edit), edit) for drift in file_drifts for edit in drift.edits]
         key = (file, hashlib.sha256(old.encode()).hexdigest(),
                repr([(o.doc, o.prefix + e.path, e.add, e.value) for _, o, e in steps]))
         planned = _PLANNED.get(key)
