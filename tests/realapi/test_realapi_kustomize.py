@@ -43,6 +43,8 @@ def midgard(real_cluster: RealCluster, namespace: str, tmp_path: Path) -> tuple[
     for name in ("kustomization.yaml", "syncer.conf"):
         f = host / name
         f.write_text(re.sub(r"(?m)^namespace: midgard$", f"namespace: {namespace}", f.read_text()))
+    conf = host / "syncer.conf"
+    conf.write_text(re.sub(r"(?m)^  Deployment: report.*$", "  Deployment: writeback", conf.read_text()))
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "origin.git"))
     git(work, "init", "-q", "-b", "main")
     git(work, "add", ".")
@@ -142,3 +144,38 @@ def test_a_generator_literal_edited_live_goes_into_its_literal(midgard: tuple[Pa
     kubectl(admin, "apply", "-k", str(after / "hosts" / "midgard"))
     code, report = diff(after, admin)
     assert code == 0, report
+
+
+EXAMPLE = ROOT / "examples" / "midgard-live.yaml"
+
+
+def test_the_bundled_snapshot_is_what_the_real_server_gives(real_cluster: RealCluster, tmp_path: Path) -> None:
+    """examples/midgard-live.yaml (the README's example) is hosts/midgard applied with
+    ``kubectl apply -k`` and edited live (a generator literal, the replicas, the image), as
+    ``kubectl get -o yaml --show-managed-fields`` prints it; SYNCER_REALAPI_RECORD=1 rewrites it."""
+    import os
+
+    require_tool("kubectl")
+    admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace="midgard")
+    if not any(n == "namespace/midgard" for n in kubectl(admin, "get", "namespace", "-o", "name").split()):
+        kubectl(admin, "create", "namespace", "midgard")
+    kubectl(admin, "apply", "-k", str(ROOT / "hosts" / "midgard"))
+    [generated] = [n for n in kubectl(admin, "get", "configmap", "-o", "name").split()
+                   if n.startswith("configmap/web-settings-")]
+    kubectl(admin, "patch", generated, "--type", "merge", "-p", '{"data":{"GREETING":"hej"}}')
+    kubectl(admin, "scale", "deployment/web", "--replicas=5")
+    kubectl(admin, "set", "image", "deployment/web", "web=nginx:1.28")
+    fresh = tmp_path / "midgard-live.yaml"
+    fresh.write_text(kubectl(admin, "get", "configmap,deployment,service", "-o", "yaml", "--show-managed-fields"))
+    if os.environ.get("SYNCER_REALAPI_RECORD") == "1":
+        shutil.copy(fresh, EXAMPLE)
+    found = []
+    for snapshot in (fresh, EXAMPLE):
+        code, out = syncer_later("diff", "midgard", "--repo", str(ROOT), "--live-file", str(snapshot), "-o", "json")
+        found.append((code, drifts(json.loads(out))))
+    assert found[0] == found[1] == (1, [
+        ("ConfigMap", "data.GREETING", "hosts/midgard/base/kustomization.yaml", "cluster", "write"),
+        ("Deployment", "spec.replicas", "hosts/midgard/replicas.yaml", "cluster", "report"),
+        ("Deployment", "spec.template.spec.containers[0].image", "hosts/midgard/kustomization.yaml", "cluster",
+         "report"),
+    ])
