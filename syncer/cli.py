@@ -439,7 +439,8 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
 def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     """``syncer init``: infer the config, say why, write it (never over an existing one without --force)."""
     from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
-    from syncer.manifests import host_dir, load_manifests
+    from syncer.gitsource import is_rendered, load_source
+    from syncer.manifests import host_dir
     from syncer.model import ObjectRef
     from syncer.onboard import infer, infer_namespace, render
 
@@ -452,9 +453,12 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
             raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
 
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
-    ns_answer = infer_namespace(load_manifests(repo, installation, "").objects, args.namespace)
+    # A kustomization: what kustomize renders (namespaces, kinds), not its files.
+    ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace)
+    if is_rendered(repo, installation) and not args.namespace:
+        ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
     namespace = ns_answer[0]
-    manifests = load_manifests(repo, installation, namespace)
+    manifests = load_source(repo, installation, namespace)
     git = {ref: obj.data for ref, obj in manifests.objects.items()}
     for err in manifests.errors:
         stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")
