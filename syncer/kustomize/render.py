@@ -24,6 +24,8 @@ from syncer.errors import ConfigError
 from syncer.manifests import parse_documents
 
 BINARY_ENV = "SYNCER_KUSTOMIZE"
+#: kustomize's error (several lines) is shown as one line of at most this many characters.
+MAX_MESSAGE = 400
 #: One render of a small installation takes ~0.1 s on an idle machine; a render past this is
 #: a hung binary (or one waiting on the network despite the dead proxy).
 RENDER_TIMEOUT_S = 120.0
@@ -87,8 +89,10 @@ def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
             raise ConfigError(f"{shown}: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
         if done.returncode != 0:
             err = done.stderr.decode("utf-8", "replace").replace(str(root), shown).replace(scratch, "")
-            lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-            raise ConfigError(f"{shown}: kustomize build failed: {(lines[0] if lines else 'no message')[:300]}")
+            said = " ".join(ln.strip() for ln in err.splitlines() if ln.strip()).removeprefix("Error: ")
+            if len(said) > MAX_MESSAGE:
+                said = said[:MAX_MESSAGE // 3] + " ... " + said[-(MAX_MESSAGE * 2 // 3):]  # the cause is at the end
+            raise ConfigError(f"{shown}: kustomize build failed: {said or 'no message'}")
         return [d for d in parse_documents(done.stdout.decode("utf-8"), f"kustomize build {shown}") if d is not None]
 
 

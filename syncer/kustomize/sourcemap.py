@@ -286,6 +286,9 @@ class KustomizeMap:
                 if not isinstance(op, dict) or not isinstance(op.get("path"), str):
                     continue
                 where = pointer_to_path(op["path"])
+                if where[-1:] == ("-",):  # appended: the last item of the list as rendered
+                    items = get_path(obj.data, where[:-1])
+                    where = where[:-1] + (len(items) - 1,) if isinstance(items, list) and items else where
                 inner = where == path[:len(where)]
                 if not inner and path != where[:len(path)]:
                     continue
