@@ -65,6 +65,9 @@ def _installation_flags(p: argparse.ArgumentParser) -> None:
                    help="read live objects from a snapshot (kubectl get -o yaml) instead of the API; repeatable")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--kustomize", metavar="BIN",
+                   help="renders a kustomize installation: kubectl (kubectl kustomize, the default) or kustomize "
+                        "(kustomize build), a name on PATH or a path")
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
@@ -508,6 +511,9 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     stderr = stderr or sys.stderr
     args = build_parser(prog).parse_args(argv)
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
+    kustomize = os.environ.get("SYNCER_KUSTOMIZE")
+    if getattr(args, "kustomize", None):
+        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.kustomize.render reads, here and in the sidecar
     try:
         if getattr(args, "watch", False):
             return _watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
@@ -521,6 +527,12 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except KeyboardInterrupt:
         stderr.write("syncer: interrupted\n")
         return EXIT_ERROR
+    finally:
+        if getattr(args, "kustomize", None):  # main() called in-process (tests): the flag ends with it
+            if kustomize is None:
+                os.environ.pop("SYNCER_KUSTOMIZE", None)
+            else:
+                os.environ["SYNCER_KUSTOMIZE"] = kustomize
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:

@@ -233,3 +233,11 @@ def test_the_bundled_example_diffs_as_the_readme_says() -> None:
     assert "  spec.replicas: 3 → 5  (hosts/midgard/replicas.yaml)" in out
     assert "  spec.template.spec.containers[0].image: nginx:1.27 → nginx:1.28  (hosts/midgard/kustomization.yaml)" in out
     assert "+      - GREETING=hej   # shown on the front page" in out
+
+
+def test_the_kustomize_flag_names_the_binary_for_this_run_only(tmp_path: Path) -> None:
+    repo = midgard(tmp_path)
+    code, out, err = run("diff", "midgard", "--repo", str(repo), "--kustomize", str(tmp_path / "kustomize"),
+                         "--live-file", str(ROOT / "examples" / "midgard-live.yaml"))
+    assert (code, out) == (2, "") and "kustomize: " in err and "/kustomize' not found" in err
+    assert os.environ["SYNCER_KUSTOMIZE"] == str(KUBECTL)
