@@ -32,6 +32,8 @@ RENDER_TIMEOUT_S = 120.0
 #: Annotations ``buildMetadata`` adds: stripped again from the objects syncer compares.
 ORIGIN = "config.kubernetes.io/origin"
 TRANSFORMATIONS = "alpha.config.kubernetes.io/transformations"
+#: How many times kustomize ran in this process (loads and verifications; bench reads it).
+RUNS = [0]
 _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=|\.git(?://|$)")
 
 
@@ -76,6 +78,7 @@ def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
     """The documents kustomize renders from a copy of ``directory`` with ``texts`` written
     over it (relative path -> text); ConfigError with kustomize's first error line."""
     cmd = binary()
+    RUNS[0] += 1
     with tempfile.TemporaryDirectory(prefix="syncer-kustomize-") as scratch:
         root = Path(scratch) / directory.name
         _copy(directory, root, texts or {})
