@@ -95,6 +95,11 @@ class Edit:
     doc: int | None = None
 
 
+#: ``Edit.doc`` of a line of a file that is not YAML (a generator's env file): ``path`` is then
+#: ``(line index,)`` and ``value`` the line's new text.
+LINE = -1
+
+
 @dataclass(frozen=True)
 class Drift:
     """One difference between git and the cluster, at one path of one object."""

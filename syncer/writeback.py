@@ -19,7 +19,7 @@ from typing import Any
 
 from syncer.errors import ConfigError
 from syncer.manifests import GitObject, parse_documents, templated
-from syncer.model import Drift, Edit, FileError, ObjectRef, format_path
+from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.normalize import MISSING, get_path
 from syncer.yamledit import Doc, YamlEditError, YamlFile, load
 
@@ -190,6 +190,19 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Pl
     return new, tuple(comments)
 
 
+def _edit_lines(old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
+    """New text of a file that is not YAML (an env file): whole lines replaced, nothing else."""
+    lines = old.splitlines(keepends=True)
+    for drift, _, edit in steps:
+        index = edit.path[0] if edit.doc == LINE and len(edit.path) == 1 else None
+        if not isinstance(index, int) or not 0 <= index < len(lines) or not isinstance(edit.value, str) \
+                or "\n" in edit.value or "\r" in edit.value:
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: not one line of this file")
+        body = lines[index].rstrip("\r\n")
+        lines[index] = edit.value + lines[index][len(body):]
+    return "".join(lines), ()
+
+
 def _target(obj: GitObject, edit: Edit) -> GitObject:
     """Where ``edit`` applies: inside its object, or (a rendered object's field) at a path of
     another document of the drift's file."""
@@ -225,7 +238,7 @@ def plan_changes(
         planned = _PLANNED.get(key)
         if planned is None:
             try:
-                planned = _edit(file, old, steps)
+                planned = _edit_lines(old, steps) if any(e.doc == LINE for _, _, e in steps) else _edit(file, old, steps)
             except ConfigError as exc:
                 if aborted is None:
                     raise ConfigError(f"{file}: {exc.message}") from exc

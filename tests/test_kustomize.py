@@ -241,3 +241,21 @@ def test_the_kustomize_flag_names_the_binary_for_this_run_only(tmp_path: Path) -
                          "--live-file", str(ROOT / "examples" / "midgard-live.yaml"))
     assert (code, out) == (2, "") and "kustomize: " in err and "/kustomize' not found" in err
     assert os.environ["SYNCER_KUSTOMIZE"] == str(KUBECTL)
+
+
+def test_a_generator_env_file_line_is_written_as_that_line(tmp_path: Path) -> None:
+    repo = midgard(tmp_path)
+    base = repo / "hosts" / "midgard" / "base"
+    (base / "kustomization.yaml").write_text((base / "kustomization.yaml").read_text().replace(
+        "      - CACHE_TTL=300\n", "      - CACHE_TTL=300\n    envs:\n      - web.env\n"))
+    (base / "web.env").write_text("# tuning\r\nTHEME=dark\r\nPAGE_SIZE=20\r\n")
+    manifests = load_source(repo, "midgard", "default")
+    cm = by_kind(manifests)["ConfigMap"]
+    page = place(manifests, cm, ("data", "PAGE_SIZE"), "50")
+    assert (page.file, page.action, page.edits) == ("hosts/midgard/base/web.env", Action.WRITE,
+                                                     (Edit((2,), "PAGE_SIZE=50", doc=-1),))
+    lines, aborted = write(repo, manifests, [page])
+    assert aborted == [] and lines == {"hosts/midgard/base/web.env": ["-PAGE_SIZE=20", "+PAGE_SIZE=50"]}
+    aborted2: list[FileError] = []
+    [change] = plan_changes(repo, "midgard", [page], manifests.objects, aborted2)
+    assert change.new == "# tuning\r\nTHEME=dark\r\nPAGE_SIZE=50\r\n"  # the file's CRLF kept

@@ -28,7 +28,7 @@ from syncer.errors import ConfigError
 from syncer.kustomize import render
 from syncer.kustomize.layers import Layer, chain, entries, read_text, read_yaml
 from syncer.manifests import GitObject, object_ref
-from syncer.model import Action, Drift, DriftClass, Edit, FileError, ObjectRef, Path, format_path
+from syncer.model import LINE, Action, Drift, DriftClass, Edit, FileError, ObjectRef, Path, format_path
 from syncer.normalize import MISSING, get_path, normalize, pointer_to_path
 from syncer.yamledit import YamlEditError, YamlFile
 
@@ -349,10 +349,32 @@ class KustomizeMap:
                         raise _NotWritable(f"the live value of {key} cannot be a one-line literal")
                     return _Place(layer.file, (Edit(("configMapGenerator", gi, "literals", li), f"{key}={drift.live}",
                                                     doc=0),))
-            if item.get("envs") or item.get("env") or item.get("files"):
+            listed = item.get("envs")
+            envs: list[Any] = listed if isinstance(listed, list) else [item.get("env")]
+            for env in reversed([e for e in envs if isinstance(e, str)]):  # a later file wins
+                found = self._env_line(layer, (layer.dir / env).resolve(), key, drift, current)
+                if found is not None:
+                    return found
+            if item.get("files"):
                 if own:
-                    raise _NotWritable(f"{key} comes from an env file or a file of the generator "
+                    raise _NotWritable(f"{key} may come from a files: source of the generator "
                                        f"{item.get('name')!r}: not written")
+        return None
+
+    def _env_line(self, layer: Layer, file: FsPath, key: str, drift: Drift, current: Any) -> _Place | None:
+        if not self._inside(file) or not file.is_file():
+            return None
+        lines = read_text(file, self.repo).splitlines()
+        for i in range(len(lines) - 1, -1, -1):  # kustomize keeps the last of a key
+            line = lines[i]
+            name, eq, value = line.strip().partition("=")
+            if not eq or line.lstrip().startswith("#") or name.strip() != key:
+                continue
+            self._check(value, current, file, f"the line {key}")
+            if not isinstance(drift.live, str) or "\n" in drift.live or "\r" in drift.live:
+                raise _NotWritable(f"the live value of {key} cannot be one line of {self.shown(file)}")
+            indent = line[:len(line) - len(line.lstrip())]
+            return _Place(file, (Edit((i,), f"{indent}{key}={drift.live}", doc=LINE),))
         return None
 
     def _in_resource(self, obj: GitObject, origin: Origin, drift: Drift, current: Any) -> _Place:
