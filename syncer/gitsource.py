@@ -29,8 +29,12 @@ def kustomization_file(directory: Path) -> Path | None:
 
 
 def is_rendered(repo: Path, installation: str) -> bool:
-    """Is ``hosts/<installation>/`` a kustomization (rendered) rather than plain files?"""
-    return kustomization_file(host_dir(repo, installation)) is not None
+    """Is ``hosts/<installation>/`` a kustomization (rendered) rather than plain files? It is
+    when it holds a kustomization file, or one of its directories does (an overlay over a
+    base: plain reading would take them for manifests without a kind)."""
+    host = host_dir(repo, installation)
+    return kustomization_file(host) is not None or any(
+        p.name in KUSTOMIZATION_NAMES and p.is_file() for p in host.rglob("*"))
 
 
 def load_source(repo: Path, installation: str, default_namespace: str) -> Manifests:

@@ -259,3 +259,31 @@ def test_a_generator_env_file_line_is_written_as_that_line(tmp_path: Path) -> No
     aborted2: list[FileError] = []
     [change] = plan_changes(repo, "midgard", [page], manifests.objects, aborted2)
     assert change.new == "# tuning\r\nTHEME=dark\r\nPAGE_SIZE=50\r\n"  # the file's CRLF kept
+
+
+def test_an_installation_of_a_base_and_overlays_renders_the_overlay_no_other_includes(tmp_path: Path) -> None:
+    """No kustomization.yaml in hosts/<installation>/ itself: base/ and overlays/prod/ (which
+    includes ../../base). The one not included by another is what is applied."""
+    repo = tmp_path / "repo"
+    src = ROOT / "hosts" / "midgard"
+    host = repo / "hosts" / "shop"
+    shutil.copytree(src / "base", host / "base")
+    prod = host / "overlays" / "prod"
+    prod.mkdir(parents=True)
+    shutil.copy(src / "replicas.yaml", prod)
+    (prod / "kustomization.yaml").write_text((src / "kustomization.yaml").read_text().replace("  - base\n",
+                                                                                          "  - ../../base\n"))
+    manifests = load_source(repo, "shop", "default")
+    dep = by_kind(manifests)["Deployment"]
+    assert dep.file == "hosts/shop/base/web.yaml" and dep.data["spec"]["replicas"] == 3
+    replicas = place(manifests, dep, ("spec", "replicas"), 6)
+    assert replicas.file == "hosts/shop/overlays/prod/replicas.yaml"
+    aborted: list[FileError] = []
+    changes = verified(repo, plan_changes(repo, "shop", [replicas], manifests.objects, aborted), [replicas],
+                       manifests.source_map, aborted)  # type: ignore[arg-type]
+    assert aborted == [] and [c.file for c in changes] == ["hosts/shop/overlays/prod/replicas.yaml"]
+    # a second overlay nobody includes: which one is applied cannot be told
+    shutil.copytree(prod, host / "overlays" / "staging")
+    with pytest.raises(ConfigError, match=r"hosts/shop: 2 kustomizations that no other includes "
+                                          r"\(hosts/shop/overlays/prod, hosts/shop/overlays/staging\)"):
+        load_source(repo, "shop", "default")

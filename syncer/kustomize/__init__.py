@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 from syncer.errors import ConfigError
-from syncer.gitsource import kustomization_file
 from syncer.kustomize import render
-from syncer.kustomize.layers import Layer, read_text, read_tree, walk
+from syncer.kustomize.layers import Layer, find_root, read_text, read_tree, walk
 from syncer.kustomize.sourcemap import KustomizeMap, Origin
 from syncer.manifests import RACY_NS, GitObject, Manifests, host_dir, object_ref
 from syncer.model import ObjectRef
@@ -46,7 +45,7 @@ def _stamp(base: Path) -> tuple[tuple[tuple[str, int, int, int, int], ...], bool
     return tuple(out), racy
 
 
-def _with_metadata(root: Layer, repo: Path) -> tuple[dict[str, str], bool]:
+def _with_metadata(root: Layer, host: Path, repo: Path) -> tuple[dict[str, str], bool]:
     """The root kustomization with ``buildMetadata`` origins added, for the scratch copy
     (relative path -> text); and whether the annotations are syncer's (to strip again)."""
     have = root.data.get("buildMetadata")
@@ -60,7 +59,7 @@ def _with_metadata(root: Layer, repo: Path) -> tuple[dict[str, str], bool]:
     text = read_text(root.file, repo)
     if not text.endswith("\n") and text:
         text += "\n"
-    return {root.file.name: text + "buildMetadata: [originAnnotations, transformerAnnotations]\n"}, True
+    return {root.file.relative_to(host).as_posix(): text + "buildMetadata: [originAnnotations, transformerAnnotations]\n"}, True
 
 
 def load_rendered(repo: Path, installation: str, default_namespace: str) -> Manifests:
@@ -82,18 +81,19 @@ def load_rendered(repo: Path, installation: str, default_namespace: str) -> Mani
     return manifests
 
 
-def _load(repo: Path, installation: str, base: Path, default_namespace: str) -> Manifests:
+def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> Manifests:
     shown = f"hosts/{installation}"
-    if kustomization_file(base) is None:
-        raise ConfigError(f"{shown}: no kustomization file")
+    host = host.resolve()
+    base = find_root(host, repo)
     root = read_tree(base, repo)
     for layer in walk(root):
         if layer.remote:
             raise ConfigError(f"{layer.file.relative_to(repo).as_posix()}: remote base {layer.remote[0]!r}: kustomize "
                               "cannot render it offline (vendor it into the repository)")
     helm = any(layer.data.get("helmCharts") for layer in walk(root))
-    texts, ours = _with_metadata(root, repo)
-    docs = render.render(base, shown, texts, helm)
+    texts, ours = _with_metadata(root, host, repo)
+    inside = base.relative_to(host).as_posix() if base != host else ""
+    docs = render.render(host, shown if not inside else f"{shown}/{inside}", texts, helm, inside)
     RENDERED[0] += 1
     objects: dict[ObjectRef, GitObject] = {}
     origins: dict[ObjectRef, Origin] = {}
@@ -107,7 +107,7 @@ def _load(repo: Path, installation: str, base: Path, default_namespace: str) -> 
         found = origins[ref].file or origins[ref].generator or root.file
         file = found.relative_to(repo.resolve()).as_posix() if found.is_relative_to(repo.resolve()) else shown
         objects[ref] = GitObject(ref, file, i, (), doc, rendered=True)
-    source_map = KustomizeMap(repo, installation, root, origins, default_namespace, helm)
+    source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm)
     return Manifests(objects, (), source_map)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
-from syncer.gitsource import kustomization_file
+from syncer.gitsource import KUSTOMIZATION_NAMES, kustomization_file
 from syncer.kustomize.render import is_remote
 from syncer.manifests import MAX_FILE_BYTES, parse_documents
 from syncer.repofile import read_inside
@@ -99,3 +99,27 @@ def entries(layer: Layer, key: str) -> list[tuple[int, dict[str, Any]]]:
     """The mapping items of list ``key`` in the layer's kustomization, with their index."""
     items = layer.data.get(key)
     return [(i, item) for i, item in enumerate(items) if isinstance(item, dict)] if isinstance(items, list) else []
+
+
+def find_root(host: Path, repo: Path) -> Path:
+    """The kustomization ``hosts/<installation>/`` renders: its own, else the one kustomization
+    under it that no other includes (an overlay over its bases). Several: ConfigError."""
+    host = host.resolve()
+    if kustomization_file(host) is not None:
+        return host
+    found = sorted({f.parent for f in host.rglob("*") if f.name in KUSTOMIZATION_NAMES and f.is_file()})
+    included: set[Path] = set()
+    for directory in found:
+        docs = read_yaml(kustomization_file(directory) or directory, repo)
+        data = docs[0] if docs and isinstance(docs[0], dict) else {}
+        for key in ("resources", "components", "bases"):
+            listed = data.get(key)
+            for entry in listed if isinstance(listed, list) else []:
+                if isinstance(entry, str) and not is_remote(entry):
+                    included.add((directory / entry).resolve())
+    tops = [d for d in found if d not in included]
+    if len(tops) == 1:
+        return tops[0]
+    shown = [d.relative_to(repo.resolve()).as_posix() for d in tops or found]
+    raise ConfigError(f"{host.relative_to(repo.resolve()).as_posix()}: {len(tops)} kustomizations that no other "
+                      f"includes ({', '.join(shown)}): add a kustomization.yaml here listing the one(s) to apply")

@@ -74,15 +74,16 @@ def _copy(src: Path, dst: Path, texts: Mapping[str, str]) -> None:
 
 
 def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
-           helm: bool = False) -> list[Any]:
-    """The documents kustomize renders from a copy of ``directory`` with ``texts`` written
-    over it (relative path -> text); ConfigError with kustomize's first error line."""
+           helm: bool = False, inside: str = "") -> list[Any]:
+    """The documents kustomize renders from a copy of ``directory`` (its subdirectory
+    ``inside``, when given) with ``texts`` written over the copy (path relative to
+    ``directory`` -> text); ConfigError with kustomize's error in one line."""
     cmd = binary()
     RUNS[0] += 1
     with tempfile.TemporaryDirectory(prefix="syncer-kustomize-") as scratch:
         root = Path(scratch) / directory.name
         _copy(directory, root, texts or {})
-        args = [*cmd, *(["--enable-helm"] if helm else []), str(root)]
+        args = [*cmd, *(["--enable-helm"] if helm else []), str(root / inside) if inside else str(root)]
         try:
             done = subprocess.run(args, capture_output=True, timeout=RENDER_TIMEOUT_S, env=_offline_env(),
                                   cwd=scratch, check=False)
@@ -91,7 +92,8 @@ def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
         except OSError as exc:
             raise ConfigError(f"{shown}: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
         if done.returncode != 0:
-            err = done.stderr.decode("utf-8", "replace").replace(str(root), shown).replace(scratch, "")
+            host = shown.removesuffix("/" + inside) if inside else shown
+            err = done.stderr.decode("utf-8", "replace").replace(str(root), host).replace(scratch, "")
             said = " ".join(ln.strip() for ln in err.splitlines() if ln.strip()).removeprefix("Error: ")
             if len(said) > MAX_MESSAGE:
                 said = said[:MAX_MESSAGE // 3] + " ... " + said[-(MAX_MESSAGE * 2 // 3):]  # the cause is at the end

@@ -108,9 +108,10 @@ def _split_image(image: str) -> tuple[str, str, str]:
 class KustomizeMap:
     """The source map of one render (``Manifests.source_map`` of a kustomize installation)."""
 
-    def __init__(self, repo: FsPath, installation: str, root: Layer, origins: dict[ObjectRef, Origin],
+    def __init__(self, repo: FsPath, installation: str, host: FsPath, root: Layer, origins: dict[ObjectRef, Origin],
                  default_namespace: str, helm: bool) -> None:
         self.repo, self.installation, self.root = repo.resolve(), installation, root
+        self.host = host  # hosts/<installation>/, resolved: what is copied, read and written
         self.origins, self.default_namespace, self.helm = origins, default_namespace, helm
         self._docs: dict[FsPath, list[Any]] = {}
         self._verified: dict[str, list[FileError]] = {}
@@ -121,7 +122,7 @@ class KustomizeMap:
         return path.relative_to(self.repo).as_posix() if path.is_relative_to(self.repo) else str(path)
 
     def _inside(self, path: FsPath) -> bool:
-        return path.is_relative_to(self.root.dir)
+        return path.is_relative_to(self.host)
 
     def _yaml(self, path: FsPath) -> list[Any]:
         if path not in self._docs:
@@ -416,12 +417,12 @@ class KustomizeMap:
         return list(self._verified[key])
 
     def _verify(self, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        base = self.root.dir
-        prefix = self.shown(base) + "/"
+        prefix = self.shown(self.host) + "/"
         rel = {f.removeprefix(prefix): t for f, t in texts.items()}
+        inside = self.root.dir.relative_to(self.host).as_posix() if self.root.dir != self.host else ""
         self.verifications += 1
         try:
-            docs = render.render(base, self.shown(base), rel, self.helm)
+            docs = render.render(self.host, self.shown(self.root.dir), rel, self.helm, inside)
         except ConfigError as exc:
             return [FileError(f, f"{f}: not written: the edited kustomization does not build: {exc.message}")
                     for f in sorted(texts)]
