@@ -287,3 +287,21 @@ def test_an_installation_of_a_base_and_overlays_renders_the_overlay_no_other_inc
     with pytest.raises(ConfigError, match=r"hosts/shop: 2 kustomizations that no other includes "
                                           r"\(hosts/shop/overlays/prod, hosts/shop/overlays/staging\)"):
         load_source(repo, "shop", "default")
+
+
+def test_an_image_pinned_by_digest_is_written_as_its_digest(tmp_path: Path) -> None:
+    repo = midgard(tmp_path)
+    host = repo / "hosts" / "midgard"
+    old, new = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    (host / "kustomization.yaml").write_text((host / "kustomization.yaml").read_text().replace(
+        '    newTag: "1.27"   # pinned after the CVE review\n', f"    digest: {old}  # reviewed\n"))
+    manifests = load_source(repo, "midgard", "default")
+    dep = by_kind(manifests)["Deployment"]
+    assert dep.data["spec"]["template"]["spec"]["containers"][0]["image"] == f"nginx@{old}"
+    pinned = place(manifests, dep, CONTAINER + ("image",), f"nginx@{new}")
+    assert pinned.edits == (Edit(("images", 0, "digest"), new, doc=0),)
+    tagged = place(manifests, dep, CONTAINER + ("image",), "nginx:1.28")  # a tag where the entry pins a digest
+    assert tagged.action is Action.REPORT and tagged.edits == () and "images: entry 'nginx'" in tagged.reason
+    lines, aborted = write(repo, manifests, [pinned])
+    assert aborted == [] and lines == {"hosts/midgard/kustomization.yaml": [f"-    digest: {old}  # reviewed",
+                                                                            f"+    digest: {new}  # reviewed"]}
