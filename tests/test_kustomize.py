@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -305,3 +306,19 @@ def test_an_image_pinned_by_digest_is_written_as_its_digest(tmp_path: Path) -> N
     lines, aborted = write(repo, manifests, [pinned])
     assert aborted == [] and lines == {"hosts/midgard/kustomization.yaml": [f"-    digest: {old}  # reviewed",
                                                                             f"+    digest: {new}  # reviewed"]}
+
+
+def test_a_secret_generator_is_never_written_and_its_values_never_quoted(tmp_path: Path) -> None:
+    repo = midgard(tmp_path)
+    base = repo / "hosts" / "midgard" / "base"
+    (base / "kustomization.yaml").write_text((base / "kustomization.yaml").read_text()
+                                             + "secretGenerator:\n  - name: web-db\n    literals:\n"
+                                               "      - DB_PASSWORD=hunter2\n")
+    manifests = load_source(repo, "midgard", "default")
+    secret = by_kind(manifests)["Secret"]
+    d = replace(drift(secret, ("data", "DB_PASSWORD"), "‹secret sha256:0123abcd›"), action=Action.REPORT,
+                reason="Secret: never written", edits=())
+    assert manifests.source_map is not None
+    [placed] = manifests.source_map.place(secret, [d])
+    assert (placed.file, placed.action, placed.edits, placed.reason) == (
+        "hosts/midgard/base/kustomization.yaml", Action.REPORT, (), "Secret: never written")

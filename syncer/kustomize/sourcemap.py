@@ -27,7 +27,9 @@ from syncer.diff import scalar_equal
 from syncer.errors import ConfigError
 from syncer.kustomize import render
 from syncer.kustomize.layers import Layer, chain, entries, read_text, read_yaml
+from syncer.kinds import NEVER_WRITTEN
 from syncer.manifests import GitObject, object_ref
+from syncer.redact import REDACTED
 from syncer.model import LINE, Action, Drift, DriftClass, Edit, FileError, ObjectRef, Path, format_path
 from syncer.normalize import MISSING, get_path, normalize, pointer_to_path
 from syncer.yamledit import YamlEditError, YamlFile
@@ -164,6 +166,10 @@ class KustomizeMap:
             try:
                 found = self._trace(obj, drift)
             except _NotWritable as exc:
+                if obj.ref.kind in NEVER_WRITTEN or REDACTED in (drift.git, drift.live):
+                    # never written anyway; and the reason could quote a value git holds
+                    out.append(replace(drift, file=self.origin_file(obj.ref), edits=()))
+                    continue
                 reason = f"not written: {exc}"
                 if drift.action is Action.REPORT:
                     reason = f"{drift.reason}; {reason}" if drift.reason else reason
