@@ -9,6 +9,7 @@ which one it got: it hands its drifts to ``source_map.place`` when there is one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from syncer.manifests import Manifests, SourceMap, host_dir, load_manifests
@@ -33,8 +34,10 @@ def is_rendered(repo: Path, installation: str) -> bool:
     when it holds a kustomization file, or one of its directories does (an overlay over a
     base: plain reading would take them for manifests without a kind)."""
     host = host_dir(repo, installation)
-    return kustomization_file(host) is not None or any(
-        p.name in KUSTOMIZATION_NAMES and p.is_file() for p in host.rglob("*"))
+    if kustomization_file(host) is not None:
+        return True
+    names = set(KUSTOMIZATION_NAMES)  # os.walk: no stat per file (the sidecar asks every pass)
+    return any(not names.isdisjoint(files) for _, _, files in os.walk(host))
 
 
 def load_source(repo: Path, installation: str, default_namespace: str) -> Manifests:
