@@ -22,20 +22,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path as FsPath
 from typing import Any
 
-from syncer import kinds
-from syncer.diff import scalar_equal
 from syncer.errors import ConfigError
-from syncer.kustomize import render
-from syncer.kustomize.layers import Layer, chain, entries, read_text, read_yaml
 from syncer.kinds import NEVER_WRITTEN
-from syncer.manifests import GitObject, object_ref
-from syncer.redact import REDACTED
+from syncer.kustomize.fields import HASH, map_path, read_yaml_text, same, split_image
+from syncer.kustomize.layers import Layer, chain, entries, read_text, read_yaml
+from syncer.kustomize.verify import rendered_as_live
+from syncer.manifests import GitObject
 from syncer.model import LINE, Action, Drift, DriftClass, Edit, FileError, ObjectRef, Path, format_path
-from syncer.normalize import MISSING, get_path, normalize, pointer_to_path
+from syncer.normalize import MISSING, get_path, pointer_to_path
+from syncer.redact import REDACTED
 from syncer.yamledit import YamlEditError, YamlFile
 
-#: kustomize's content hash appended to a generated name.
-_HASH = re.compile(r"-[a-z0-9]{10}$")
 _PATTERN = re.compile(r"[*+?\[\](){}|^$\\]")
 _IMAGE_PATH = re.compile(r"^(containers|initContainers|ephemeralContainers)$")
 
@@ -59,53 +56,6 @@ class _Place:
 
 class _NotWritable(Exception):
     """The field's source cannot be told, or cannot be written: the message says why."""
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, (dict, list)) or isinstance(b, (dict, list)):
-        return bool(normalize({"v": a}) == normalize({"v": b}))
-    return scalar_equal(a, b) or (not isinstance(a, bool) and not isinstance(b, bool) and str(a) == str(b))
-
-
-def _map_path(kind: str, rendered: Any, path: Path, target: Any, at: Path = ()) -> Path | None:
-    """``path`` of the rendered object as a path into ``target`` (a patch or the resource as a
-    file declares it): list items by their merge key, else by position in a list of the same
-    length; None when ``target`` does not hold it."""
-    out: list[str | int] = []
-    for part in path:
-        if isinstance(part, int):
-            if not isinstance(rendered, list) or not isinstance(target, list) or not 0 <= part < len(rendered):
-                return None
-            rule = kinds.list_rule(kind, at + tuple(out))
-            key = rule.key_of(rendered[part]) if rule is not None and rule.keys else None
-            if key is not None:
-                found = [j for j, item in enumerate(target) if rule is not None and rule.key_of(item) == key]
-                if len(found) != 1:
-                    return None
-                index = found[0]
-            elif len(target) == len(rendered):
-                index = part
-            else:
-                return None
-            rendered, target = rendered[part], target[index]
-            out.append(index)
-        else:
-            if not isinstance(target, dict) or part not in target or not isinstance(rendered, dict):
-                return None
-            rendered, target = rendered.get(part), target[part]
-            out.append(part)
-    return tuple(out)
-
-
-def _split_image(image: str) -> tuple[str, str, str]:
-    """``name[:tag][@digest]`` -> (name, tag, digest)."""
-    name, _, digest = image.partition("@")
-    slash = name.rfind("/")
-    colon = name.rfind(":")
-    tag = ""
-    if colon > slash:
-        name, tag = name[:colon], name[colon + 1:]
-    return name, tag, digest
 
 
 class KustomizeMap:
@@ -153,7 +103,7 @@ class KustomizeMap:
         return best
 
     def _names(self, obj: GitObject, origin: Origin) -> set[str]:
-        names = {obj.ref.name, _HASH.sub("", obj.ref.name)}
+        names = {obj.ref.name, HASH.sub("", obj.ref.name)}
         if origin.file is not None:
             declared = self._declared(origin, obj)
             if declared is not None:
@@ -226,15 +176,15 @@ class KustomizeMap:
 
     @staticmethod
     def _check(value: Any, current: Any, file: FsPath, what: str) -> None:
-        if not _same(value, current):
+        if not same(value, current):
             raise _NotWritable(f"{what} in {file.name} holds {value!r} but kustomize renders {current!r} "
                                "(a later transformer changes it)")
 
     def _image(self, layer: Layer, current: Any, live: Any) -> _Place | None:
         if not isinstance(current, str) or not isinstance(live, str):
             return None
-        name, tag, digest = _split_image(current)
-        lname, ltag, ldigest = _split_image(live)
+        name, tag, digest = split_image(current)
+        lname, ltag, ldigest = split_image(live)
         for i, item in entries(layer, "images"):
             produced = item.get("newName") or item.get("name")
             if produced != name:
@@ -305,7 +255,7 @@ class KustomizeMap:
                     continue
                 if op.get("op") not in ("add", "replace") or not inner:
                     raise _NotWritable(f"a JSON 6902 {op.get('op')} at {op['path']} in {self.shown(file)} sets it")
-                rest = _map_path(obj.ref.kind, get_path(obj.data, where), path[len(where):], op.get("value"), where)
+                rest = map_path(obj.ref.kind, get_path(obj.data, where), path[len(where):], op.get("value"), where)
                 if rest is None:
                     raise _NotWritable(f"a JSON 6902 {op['op']} at {op['path']} in {self.shown(file)} sets it whole")
                 self._check(get_path(op.get("value"), rest), current, file, f"the JSON 6902 value at {op['path']}")
@@ -313,7 +263,7 @@ class KustomizeMap:
             return None
         if not isinstance(doc, dict):
             return None
-        mapped = _map_path(obj.ref.kind, obj.data, path, doc)
+        mapped = map_path(obj.ref.kind, obj.data, path, doc)
         if mapped is None:
             return None
         self._check(get_path(doc, mapped), current, file, f"the patch's {format_path(path)}")
@@ -398,17 +348,17 @@ class KustomizeMap:
         index, doc = declared
         why = f" ({', '.join(origin.transformers)} ran on it)" if origin.transformers else ""
         if drift.cls is DriftClass.ADDED and drift.edits:
-            parent = _map_path(obj.ref.kind, obj.data, drift.path[:-1], doc)
+            parent = map_path(obj.ref.kind, obj.data, drift.path[:-1], doc)
             if parent is None:
                 raise _NotWritable(f"{self.shown(file)} does not hold {format_path(drift.path[:-1])}{why}")
             last = drift.path[-1]
             return _Place(file, (Edit(parent + (last if isinstance(last, str) else len(get_path(doc, parent)),),
                                       drift.live, add=True, doc=index),))
-        mapped = _map_path(obj.ref.kind, obj.data, drift.path, doc)
+        mapped = map_path(obj.ref.kind, obj.data, drift.path, doc)
         if mapped is None:
             raise _NotWritable(f"no file sets {format_path(drift.path)}: kustomize computes it{why}")
         held = get_path(doc, mapped)
-        if held is not MISSING and not _same(held, current):
+        if held is not MISSING and not same(held, current):
             raise _NotWritable(f"{self.shown(file)} holds {held!r} but kustomize renders {current!r}: "
                                f"a transformer computes it{why}")
         return _Place(file, (Edit(mapped, drift.live, doc=index),))
@@ -426,41 +376,10 @@ class KustomizeMap:
         return list(self._verified[key])
 
     def _verify(self, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        prefix = self.shown(self.host) + "/"
-        rel = {f.removeprefix(prefix): t for f, t in texts.items()}
-        inside = self.root.dir.relative_to(self.host).as_posix() if self.root.dir != self.host else ""
         self.verifications += 1
-        try:
-            docs = render.render(self.host, self.shown(self.root.dir), rel, self.helm, inside)
-        except ConfigError as exc:
-            return [FileError(f, f"{f}: not written: the edited kustomization does not build: {exc.message}")
-                    for f in sorted(texts)]
-        found: dict[tuple[str, str, str], dict[str, Any]] = {}
-        for doc in docs:
-            if isinstance(doc, dict):
-                try:
-                    ref = object_ref(doc, self.default_namespace, "render")
-                except ConfigError:
-                    continue
-                found[(ref.kind, ref.namespace, ref.name)] = doc
-                found.setdefault((ref.kind, ref.namespace, "~" + _HASH.sub("", ref.name)), doc)
-        errors = []
-        for drift in drifts:
-            ref = drift.ref
-            now = found.get((ref.kind, ref.namespace, ref.name)) or found.get(
-                (ref.kind, ref.namespace, "~" + _HASH.sub("", ref.name)))
-            got = get_path(normalize(now), drift.path) if now is not None else MISSING
-            if got is MISSING or not _same(got, drift.live):
-                shown = "nothing" if got is MISSING else repr(got)
-                errors.append(FileError(drift.file, f"{drift.file}: not written: {ref} {drift.path_text}: the edited "
-                                                    f"kustomization renders {shown}, live is {drift.live!r}"))
-        return errors
+        inside = self.root.dir.relative_to(self.host).as_posix() if self.root.dir != self.host else ""
+        return rendered_as_live(self.host, self.shown(self.host), self.shown(self.root.dir), inside, texts, drifts,
+                                self.default_namespace, self.helm)
 
 
-def read_yaml_text(text: str, shown: str) -> list[Any]:
-    from syncer.manifests import parse_documents
-
-    return parse_documents(text, f"{shown} (inline patch)")
-
-
-__all__ = ["KustomizeMap", "Origin", "read_text"]
+__all__ = ["KustomizeMap", "Origin"]
