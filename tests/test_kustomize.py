@@ -322,3 +322,27 @@ def test_a_secret_generator_is_never_written_and_its_values_never_quoted(tmp_pat
     [placed] = manifests.source_map.place(secret, [d])
     assert (placed.file, placed.action, placed.edits, placed.reason) == (
         "hosts/midgard/base/kustomization.yaml", Action.REPORT, (), "Secret: never written")
+
+
+def test_sync_commit_writes_the_literal_through_real_git(tmp_path: Path) -> None:
+    """``sync --mode commit`` from the bundled snapshot: one commit on the bare origin changing
+    the generator's literal line (the Deployment is tracked ``report`` there)."""
+    from tests.conftest import git
+
+    repo = midgard(tmp_path)
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "origin.git"))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "midgard")
+    git(repo, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    git(repo, "push", "-q", "origin", "main")
+    live = str(ROOT / "examples" / "midgard-live.yaml")
+    code, out, err = run("sync", "midgard", "--repo", str(repo), "--live-file", live, "--mode", "commit")
+    assert (code, err) == (0, ""), out
+    git(repo, "fetch", "-q", "origin")
+    shown = git(repo, "show", "--format=%s", "--unified=0", "origin/main")
+    changed = [ln for ln in shown.splitlines() if ln[:1] in ("+", "-") and ln[:3] not in ("+++", "---")]
+    assert changed == ["-      - GREETING=hello   # shown on the front page",
+                       "+      - GREETING=hej   # shown on the front page"]
+    assert shown.splitlines()[0].startswith("syncer(midgard): copy ")
+    assert "diff --git a/hosts/midgard/base/kustomization.yaml" in shown

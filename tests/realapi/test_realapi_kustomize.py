@@ -74,7 +74,7 @@ def pushed_change(repo: Path) -> dict[str, list[str]]:
     for line in git(repo, "show", "--format=", "--unified=0", "origin/main").splitlines():
         if line.startswith("+++ b/"):
             file = line[6:]
-        elif line[:1] in "+-" and not line.startswith(("+++", "---")):
+        elif line[:1] in ("+", "-") and not line.startswith(("+++", "---")):
             out.setdefault(file, []).append(line)
     return out
 
