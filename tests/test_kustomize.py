@@ -346,3 +346,26 @@ def test_sync_commit_writes_the_literal_through_real_git(tmp_path: Path) -> None
                        "+      - GREETING=hej   # shown on the front page"]
     assert shown.splitlines()[0].startswith("syncer(midgard): copy ")
     assert "diff --git a/hosts/midgard/base/kustomization.yaml" in shown
+
+
+def test_a_place_that_sets_more_than_the_drifted_value_is_not_written(tmp_path: Path) -> None:
+    """Two Deployments run nginx and ``images:`` sets the tag of both: a live image edit of one
+    traces to the entry, but writing it would change the other too."""
+    repo = midgard(tmp_path)
+    base = repo / "hosts" / "midgard" / "base"
+    (base / "worker.yaml").write_text((base / "web.yaml").read_text().replace("name: web\n", "name: worker\n", 1))
+    (base / "kustomization.yaml").write_text((base / "kustomization.yaml").read_text().replace(
+        "  - web.yaml\n", "  - web.yaml\n  - worker.yaml\n"))
+    manifests = load_source(repo, "midgard", "default")
+    web = next(o for r, o in manifests.objects.items() if r.name == "web" and r.kind == "Deployment")
+    image = place(manifests, web, CONTAINER + ("image",), "nginx:1.28")
+    assert image.file == "hosts/midgard/kustomization.yaml" and image.action is Action.WRITE
+    lines, aborted = write(repo, manifests, [image])
+    assert lines == {}
+    assert [e.message for e in aborted] == [
+        "hosts/midgard/kustomization.yaml: not written: the edit would also change Deployment/midgard/worker "
+        "spec.template.spec.containers[0].image (that place sets more than the drifted value)"]
+    # web's own base value is set for web alone: written
+    env = place(manifests, web, CONTAINER + ("env", 1, "value"), "8")
+    lines, aborted = write(repo, manifests, [env])
+    assert aborted == [] and list(lines) == ["hosts/midgard/base/web.yaml"]

@@ -108,6 +108,7 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
         file = found.relative_to(repo.resolve()).as_posix() if found.is_relative_to(repo.resolve()) else shown
         objects[ref] = GitObject(ref, file, i, (), doc, rendered=True)
     source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm)
+    source_map.objects = objects
     return Manifests(objects, (), source_map)
 
 

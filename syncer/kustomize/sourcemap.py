@@ -68,6 +68,7 @@ class KustomizeMap:
         self.origins, self.default_namespace, self.helm = origins, default_namespace, helm
         self._docs: dict[FsPath, list[Any]] = {}
         self._verified: dict[str, list[FileError]] = {}
+        self.objects: dict[ObjectRef, GitObject] = {}  # the render this map belongs to (set by its loader)
         self.verifications = 0  # renders made to verify edits (bench and tests read it)
 
     # -- reading -------------------------------------------------------------------------
@@ -378,8 +379,9 @@ class KustomizeMap:
     def _verify(self, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
         self.verifications += 1
         inside = self.root.dir.relative_to(self.host).as_posix() if self.root.dir != self.host else ""
+        before = {ref: obj.data for ref, obj in self.objects.items()}
         return rendered_as_live(self.host, self.shown(self.host), self.shown(self.root.dir), inside, texts, drifts,
-                                self.default_namespace, self.helm)
+                                self.default_namespace, self.helm, before)
 
 
 __all__ = ["KustomizeMap", "Origin"]
