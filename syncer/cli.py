@@ -65,6 +65,9 @@ def _installation_flags(p: argparse.ArgumentParser) -> None:
                    help="read live objects from a snapshot (kubectl get -o yaml) instead of the API; repeatable")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--kustomize", metavar="BIN",
+                   help="renders a kustomize installation: kubectl (kubectl kustomize, the default) or kustomize "
+                        "(kustomize build), a name on PATH or a path")
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
@@ -494,7 +497,8 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
 def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     """``syncer init``: infer the config, say why, write it (never over an existing one without --force)."""
     from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
-    from syncer.manifests import host_dir, load_manifests
+    from syncer.gitsource import is_rendered, load_source
+    from syncer.manifests import host_dir
     from syncer.model import ObjectRef
     from syncer.onboard import infer, infer_namespace, render
 
@@ -507,9 +511,12 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
             raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
 
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
-    ns_answer = infer_namespace(load_manifests(repo, installation, "").objects, args.namespace)
+    # A kustomization: what kustomize renders (namespaces, kinds), not its files.
+    ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace)
+    if is_rendered(repo, installation) and not args.namespace:
+        ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
     namespace = ns_answer[0]
-    manifests = load_manifests(repo, installation, namespace)
+    manifests = load_source(repo, installation, namespace)
     git = {ref: obj.data for ref, obj in manifests.objects.items()}
     for err in manifests.errors:
         stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")
@@ -559,6 +566,9 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     stderr = stderr or sys.stderr
     args = build_parser(prog).parse_args(argv)
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
+    kustomize = os.environ.get("SYNCER_KUSTOMIZE")
+    if getattr(args, "kustomize", None):
+        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.kustomize.render reads, here and in the sidecar
     try:
         if getattr(args, "watch", False):
             return _watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
@@ -572,6 +582,12 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except KeyboardInterrupt:
         stderr.write("syncer: interrupted\n")
         return EXIT_ERROR
+    finally:
+        if getattr(args, "kustomize", None):  # main() called in-process (tests): the flag ends with it
+            if kustomize is None:
+                os.environ.pop("SYNCER_KUSTOMIZE", None)
+            else:
+                os.environ["SYNCER_KUSTOMIZE"] = kustomize
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:

@@ -70,7 +70,7 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, store: BaseS
         return ownership.direction_by_owner(live, live_path, appliers)
 
     def git_history(path: Path) -> tuple[GitSays, str] | None:
-        if history is None:
+        if history is None or obj.rendered:  # a rendered field's history is not its object file's
             return None
         when = ownership.last_apply_time(live, appliers)
         if when is None:
@@ -588,6 +588,8 @@ def detect(
             since = observed_since.get(ref) if observed_since else None
             evidence, note = _evidence(obj, live, config, store, history, memo)
             found = _object_drifts(obj, live, config, evidence, now, binding, since, note, memo)
+            if found and manifests.source_map is not None:
+                found = manifests.source_map.place(obj, found)  # each field's own file (kustomize)
             drifts.extend(found)
             checked.append(ref)
             if memo:

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
@@ -26,7 +26,7 @@ from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
 from syncer.repofile import read_inside
 from syncer.kinds import CLUSTER_SCOPED
-from syncer.model import FileError, ObjectRef, Path as ObjPath
+from syncer.model import Drift, FileError, ObjectRef, Path as ObjPath
 
 _INSTALLATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _SUFFIXES = (".yaml", ".yml")
@@ -43,6 +43,9 @@ class GitObject:
     prefix: ObjPath  # () for a plain document, ("items", i) inside a List
     data: dict[str, Any]
     templated: bool = False  # the file holds template expressions: never edited
+    #: Rendered by a tool (kustomize): ``file`` is the resource's origin, each field's own file
+    #: comes from ``Manifests.source_map``; git's history of a field is not read.
+    rendered: bool = False
 
 
 def templated(text: str) -> bool:
@@ -54,10 +57,26 @@ def templated(text: str) -> bool:
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:?=+-][^}\n]*)?\}", re.S)
 
 
+class SourceMap(Protocol):
+    """Where the fields of rendered objects come from, for a source that is not plain files
+    (``syncer.kustomize``). Plain manifests have none: a field lives in its object's file."""
+
+    def place(self, obj: GitObject, drifts: list[Drift]) -> list[Drift]:
+        """``drifts`` of ``obj`` with the file that sets each field and the edits in that
+        file, or (never written) the reason no single place can be told."""
+        ...
+
+    def verify(self, repo: Path, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
+        """Render again with ``texts`` (file -> new text): one error per drift whose rendered
+        value is not its live value (naming the files not to write)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Manifests:
     objects: dict[ObjectRef, GitObject]
     errors: tuple[FileError, ...]
+    source_map: SourceMap | None = None  # None: plain files
 
 
 def check_installation(name: str) -> str:

@@ -91,6 +91,14 @@ class Edit:
     path: Path  # inside the object
     value: Any
     add: bool = False  # True: ``path[-1]`` is a new key of the mapping at ``path[:-1]``
+    #: Set for a rendered object's field (``syncer.kustomize``): ``path`` is then the full path
+    #: inside document ``doc`` of the drift's file, which is not the object's own file.
+    doc: int | None = None
+
+
+#: ``Edit.doc`` of a line of a file that is not YAML (a generator's env file): ``path`` is then
+#: ``(line index,)`` and ``value`` the line's new text.
+LINE = -1
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from syncer import escape
 from syncer.kinds import NEVER_WRITTEN
-from syncer.model import Action, Direction, Drift, DriftClass, Result
+from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
 from syncer.redact import REDACTED, secret_field
 from syncer.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
 
@@ -82,13 +82,18 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
             f"{result.installation}: {len(result.drifts)} difference(s) in {len({d.ref for d in result.drifts})} "
             f"object(s); {n_write} to copy back into git", "bold", color))
     last = None
+    # A rendered object (kustomize) has its fields in several files: each line names its own.
+    files: dict[ObjectRef, set[str]] = {}
     for d in result.drifts:
+        files.setdefault(d.ref, set()).add(d.file)
+    for d in result.drifts:
+        mixed = len(files[d.ref]) > 1
         if d.ref != last:
             out.append("")
-            out.append(_paint(escape.line(f"{d.ref}  ({d.file})"), "bold", color))
+            out.append(_paint(escape.line(f"{d.ref}" if mixed else f"{d.ref}  ({d.file})"), "bold", color))
             last = d.ref
         tone = {Action.WRITE: "green", Action.WAIT: "yellow", Action.REPORT: "red"}[d.action]
-        head = f"  {d.path_text or '(object)'}: {d.detail}"
+        head = f"  {d.path_text or '(object)'}: {d.detail}" + (f"  ({d.file})" if mixed else "")
         out.append(escape.line(head))  # live-sourced: no ANSI escapes, no forged lines
         who = f" by {d.manager}" if d.manager else ""
         when = f" at {d.changed_at}" if d.changed_at else ""

@@ -27,7 +27,8 @@ from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.history import GitHistory
 from syncer.live import LiveSource
-from syncer.manifests import Manifests, host_dir, load_manifests
+from syncer.gitsource import load_source, verified
+from syncer.manifests import Manifests, host_dir
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result
 from syncer.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
 from syncer.writeback import FileChange, plan_changes, write_changes
@@ -61,7 +62,7 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation)
-    manifests = load_manifests(repo, installation, config.namespace)
+    manifests = load_source(repo, installation, config.namespace)
     # bindings without a namespace go where git declares what they bind (not where -n points)
     return Loaded(config.bound_to(endpoints.declared_services(manifests.objects)), manifests)
 
@@ -128,6 +129,11 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
             config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
     lister = untracked.WarnOnRefusal(source)
     found = untracked.find(config, loaded.manifests.objects, lister)
+    if loaded.manifests.source_map is not None:  # kustomize renders only what its resources list
+        found = [replace(d, action=Action.REPORT, file="",
+                         reason=d.reason.replace("; proposed as a new file", "") +
+                         "; not proposed: kustomize renders only what the kustomization lists (add it there)")
+                 if d.action is Action.WRITE else d for d in found]
     return replace(result, drifts=result.drifts + tuple(found))
 
 
@@ -140,6 +146,8 @@ def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
     new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
     drifts = [d for d in drifts if d.cls is not DriftClass.UNTRACKED]
     changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted)
+    if changes and loaded.manifests.source_map is not None:
+        changes = verified(repo, changes, drifts, loaded.manifests.source_map, aborted)
     for drift, change in untracked.new_files(repo, installation, new, aborted):
         drifts.append(drift)
         changes.append(change)

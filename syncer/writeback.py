@@ -13,13 +13,13 @@ import hashlib
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
 from syncer.manifests import GitObject, parse_documents, templated
-from syncer.model import Drift, Edit, FileError, ObjectRef, format_path
+from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.normalize import MISSING, get_path
 from syncer.yamledit import Doc, YamlEditError, YamlFile, load
 
@@ -190,6 +190,25 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Pl
     return new, tuple(comments)
 
 
+def _edit_lines(old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
+    """New text of a file that is not YAML (an env file): whole lines replaced, nothing else."""
+    lines = old.splitlines(keepends=True)
+    for drift, _, edit in steps:
+        index = edit.path[0] if edit.doc == LINE and len(edit.path) == 1 else None
+        if not isinstance(index, int) or not 0 <= index < len(lines) or not isinstance(edit.value, str) \
+                or "\n" in edit.value or "\r" in edit.value:
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: not one line of this file")
+        body = lines[index].rstrip("\r\n")
+        lines[index] = edit.value + lines[index][len(body):]
+    return "".join(lines), ()
+
+
+def _target(obj: GitObject, edit: Edit) -> GitObject:
+    """Where ``edit`` applies: inside its object, or (a rendered object's field) at a path of
+    another document of the drift's file."""
+    return obj if edit.doc is None else replace(obj, doc=edit.doc, prefix=())
+
+
 def plan_changes(
     repo: Path, installation: str, drifts: Iterable[Drift], objects: dict[ObjectRef, GitObject],
     aborted: list[FileError] | None = None,
@@ -213,13 +232,13 @@ def plan_changes(
         if path.is_symlink():
             raise ConfigError(f"{file}: is a symlink; refusing to write through it")
         old = path.read_bytes().decode("utf-8")
-        steps = [(drift, objects[drift.ref], edit) for drift in file_drifts for edit in drift.edits]
+        steps = [(drift, _target(objects[drift.ref], edit), edit) for drift in file_drifts for edit in drift.edits]
         key = (file, hashlib.sha256(old.encode()).hexdigest(),
                repr([(o.doc, o.prefix + e.path, e.add, e.value) for _, o, e in steps]))
         planned = _PLANNED.get(key)
         if planned is None:
             try:
-                planned = _edit(file, old, steps)
+                planned = _edit_lines(old, steps) if any(e.doc == LINE for _, _, e in steps) else _edit(file, old, steps)
             except ConfigError as exc:
                 if aborted is None:
                     raise ConfigError(f"{file}: {exc.message}") from exc

@@ -1,0 +1,137 @@
+"""Running the real kustomize on a scratch copy of ``hosts/<installation>/``.
+
+The binary is ``kubectl`` (``kubectl kustomize DIR``: kubectl embeds kustomize) unless env
+``SYNCER_KUSTOMIZE`` (or ``--kustomize``) names another; a name containing ``kustomize`` is
+run as ``kustomize build DIR``. Every render works on a copy of the installation's directory
+(symlinks left out, nothing outside it reachable), so the user's files are never touched:
+the copy may get ``buildMetadata`` added (origins of each resource) or the edits to verify.
+Rendering is offline: remote bases are refused before kustomize runs, and kustomize's own
+network access goes to a proxy that does not answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from syncer.errors import ConfigError
+from syncer.manifests import parse_documents
+
+BINARY_ENV = "SYNCER_KUSTOMIZE"
+#: kustomize's error (several lines) is shown as one line of at most this many characters.
+MAX_MESSAGE = 400
+#: One render of a small installation takes ~0.1 s on an idle machine; a render past this is
+#: a hung binary (or one waiting on the network despite the dead proxy).
+RENDER_TIMEOUT_S = 120.0
+#: Annotations ``buildMetadata`` adds: stripped again from the objects syncer compares.
+ORIGIN = "config.kubernetes.io/origin"
+TRANSFORMATIONS = "alpha.config.kubernetes.io/transformations"
+#: How many times kustomize ran in this process (loads and verifications; bench reads it).
+RUNS = [0]
+_REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=|\.git(?://|$)")
+
+
+def binary() -> list[str]:
+    """The command that renders a directory (its last argument follows)."""
+    chosen = os.environ.get(BINARY_ENV, "").strip() or "kubectl"
+    found = shutil.which(chosen)
+    if found is None:
+        raise ConfigError(f"kustomize: {chosen!r} not found (set {BINARY_ENV} or --kustomize to kubectl or kustomize)")
+    return [found, "build"] if "kustomize" in Path(found).name else [found, "kustomize"]
+
+
+def is_remote(entry: str) -> bool:
+    """Does a ``resources``/``components`` entry name a remote base (a URL, a git repository)?"""
+    return bool(_REMOTE.search(entry.strip()))
+
+
+def _offline_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy",
+                                                                     "all_proxy")}
+    dead = "http://127.0.0.1:9"  # the discard port: a connection is refused at once
+    env.update(HTTP_PROXY=dead, HTTPS_PROXY=dead, http_proxy=dead, https_proxy=dead, NO_PROXY="", no_proxy="",
+               GIT_ALLOW_PROTOCOL="file", GIT_TERMINAL_PROMPT="0")
+    return env
+
+
+def _copy(src: Path, dst: Path, texts: Mapping[str, str]) -> None:
+    """``src`` into ``dst`` without symlinks, then ``texts`` (path relative to ``src`` -> text) over it."""
+    def skip_links(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if os.path.islink(os.path.join(folder, n))]
+
+    shutil.copytree(src, dst, ignore=skip_links)
+    for rel, text in texts.items():
+        target = dst / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+
+
+def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
+           helm: bool = False, inside: str = "") -> list[Any]:
+    """The documents kustomize renders from a copy of ``directory`` (its subdirectory
+    ``inside``, when given) with ``texts`` written over the copy (path relative to
+    ``directory`` -> text); ConfigError with kustomize's error in one line."""
+    cmd = binary()
+    RUNS[0] += 1
+    with tempfile.TemporaryDirectory(prefix="syncer-kustomize-") as scratch:
+        root = Path(scratch) / directory.name
+        _copy(directory, root, texts or {})
+        args = [*cmd, *(["--enable-helm"] if helm else []), str(root / inside) if inside else str(root)]
+        try:
+            done = subprocess.run(args, capture_output=True, timeout=RENDER_TIMEOUT_S, env=_offline_env(),
+                                  cwd=scratch, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise ConfigError(f"{shown}: kustomize did not finish in {RENDER_TIMEOUT_S:.0f}s") from exc
+        except OSError as exc:
+            raise ConfigError(f"{shown}: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
+        if done.returncode != 0:
+            host = shown.removesuffix("/" + inside) if inside else shown
+            err = done.stderr.decode("utf-8", "replace").replace(str(root), host).replace(scratch, "")
+            said = " ".join(ln.strip() for ln in err.splitlines() if ln.strip()).removeprefix("Error: ")
+            if len(said) > MAX_MESSAGE:
+                said = said[:MAX_MESSAGE // 3] + " ... " + said[-(MAX_MESSAGE * 2 // 3):]  # the cause is at the end
+            raise ConfigError(f"{shown}: kustomize build failed: {said or 'no message'}")
+        return [d for d in parse_documents(done.stdout.decode("utf-8"), f"kustomize build {shown}") if d is not None]
+
+
+def origin_of(obj: dict[str, Any], strip: bool) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The parsed origin annotation of a rendered object ({} when none) and the kinds of the
+    transformers that touched it; ``strip`` removes the annotations ``buildMetadata`` added
+    (and ``annotations`` itself when left empty)."""
+    meta = obj.get("metadata")
+    notes = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(notes, dict):
+        return {}, ()
+    raw, steps = notes.get(ORIGIN), notes.get(TRANSFORMATIONS)
+    if strip and isinstance(meta, dict):
+        notes.pop(ORIGIN, None)
+        notes.pop(TRANSFORMATIONS, None)
+        if not notes:
+            del meta["annotations"]
+    origin = _yaml(raw)
+    kinds = []
+    for step in _yaml(steps, many=True):
+        by = step.get("configuredBy") if isinstance(step, dict) else None
+        if isinstance(by, dict) and isinstance(by.get("kind"), str) and by["kind"] not in kinds:
+            kinds.append(by["kind"])
+    return (origin if isinstance(origin, dict) else {}), tuple(kinds)
+
+
+def _yaml(raw: Any, many: bool = False) -> Any:
+    if not isinstance(raw, str):
+        return [] if many else {}
+    try:
+        docs = parse_documents(raw, ORIGIN)
+    except ConfigError:
+        docs = []
+    first = docs[0] if docs else None
+    if many:
+        return first if isinstance(first, list) else []
+    return first if isinstance(first, dict) else {}
