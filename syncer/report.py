@@ -142,7 +142,7 @@ def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
             when = f" at {d.changed_at}" if d.changed_at else ""
             pairs = _line_pairs(d)
             note = unseen(d)
-            told = f" (⚠️ {note})" if note else ""
+            told = f" (note: {note})" if note else ""
             if pairs is None:
                 lines.append(f"  {d.path_text}: {shown(d, d.git)} -> {shown(d, d.live)}{told}")
             else:  # a multi-line value: one line per changed line, as the log says it

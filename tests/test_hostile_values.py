@@ -131,6 +131,8 @@ def test_credentials_inside_config_file_values_are_never_committed(asgard_repo: 
     '<datasource url="jdbc:x" password="xml-attr-pw"/>\n<x/>\n',
     "cert-bundle: " + base64.b64encode(PEM.encode()).decode(),
     "curl -H 'authorization: bearer 0a1b2c3d4e5f6a7b8c9d'",
+    "sk_live_\u200b4eC39HqLyjWDarjtT1zdp7dc",
+    "ѕk_live_4eC39HqLyjWDarjtT1zdp7dc",
 ])
 def test_secret_inside_a_file_value(value: str) -> None:
     from syncer.secrets import judge
@@ -141,7 +143,7 @@ def test_secret_inside_a_file_value(value: str) -> None:
 @pytest.mark.parametrize("value", [
     "LOG_LEVEL=debug\nINTERVAL=15\n", "PWD=/app\nOLDPWD=/\n", "[section]\ntoken_url = https://x/token\n",
     "password=\nsecret: ''\ntoken: null\n", "db:\n  password: ${DB_PASSWORD}\n  token: '{{ .Values.token }}'\n",
-    '{"auths": {"r": {"auth": "none"}}}', "maxTokens: 4096\nMAX_TOKENS=512\n", "a: [\n", "{not json",
+    '{"auths": {"r": {"auth": "none"}}}', "maxTokens: 4096\nMAX_TOKENS=512\n", "retryTokens: 3\nother: x\n", "a: [\n", "{not json",
     "192.168.68.75 100.115.97.90", "https://example.com/?page=2&sort=asc",
     "<config>\n  <password.policy>strict</password.policy>\n  <token>${TOKEN}</token>\n</config>\n",
 ])

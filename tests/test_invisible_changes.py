@@ -43,7 +43,7 @@ def test_invisible_and_lookalike_changes_are_visible_and_said(asgard_repo: Path,
     out, pushed = _commit(asgard_repo, live)
     message = git(asgard_repo, "log", "-1", "--format=%B", "origin/main")
     assert "\u200b" not in message and "11434\\u200b" in message and "differs only by U+200B" in message
-    assert "U+0456" in message
+    assert "U+0456" in message and "\\ufe0f" not in message  # syncer's own words need no escape
     assert "11434\u200b" in pushed  # the file holds the exact value
 
 
