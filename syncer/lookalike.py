@@ -24,6 +24,8 @@ a real word, only a mix within one word is flagged.
 
 from __future__ import annotations
 
+import functools
+from collections import Counter
 import re
 import unicodedata
 
@@ -92,7 +94,9 @@ def mixed_words(text: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     for match in _WORD.finditer(text):
         word = match.group()
-        if word.isascii():
+        # Latin with another script: a word of Cyrillic or Greek alone is a real word (and
+        # a Cyrillic+Greek mix without a Latin letter, rarer, is not looked for)
+        if word.isascii() or not any(ch.isascii() for ch in word):
             continue
         scripts = sorted(set(map(_script, word)), key=lambda s: (s != "Latin", s))
         if len(scripts) > 1:
@@ -127,13 +131,19 @@ def change_note(old: object, new: object) -> str | None:
     """What a person must be told about ``old`` becoming ``new`` that the text cannot show."""
     if not isinstance(new, str) or (new.isascii() and (not isinstance(old, str) or old.isascii())):
         return None
+    return _note(old if isinstance(old, str) else None, new)
+
+
+@functools.lru_cache(maxsize=1024)
+def _note(old: str | None, new: str) -> str | None:
+    """``change_note`` of two strings, remembered: a standing difference is described every pass."""
     if isinstance(old, str) and old != new:
-        if _strip(old) == _strip(new):
-            changed = [ch for ch in invisible(old) + invisible(new)
-                       if old.count(ch) != new.count(ch)]
-            return f"differs only by {_named(list(dict.fromkeys(changed)))}"
-        if skeleton(old) == skeleton(new):
-            changed = [ch for ch in dict.fromkeys(old + new) if not ch.isascii() and old.count(ch) != new.count(ch)]
+        if _strip(old) == _strip(new) or skeleton(old) == skeleton(new):
+            counts = Counter(new)
+            counts.subtract(Counter(old))  # one pass each: no count() per distinct character
+            changed = [ch for ch, n in counts.items() if n and not ch.isascii()]
+            if _strip(old) == _strip(new):
+                return f"differs only by {_named(changed)}"
             return f"differs only by look-alike characters: {_named(changed)}"
     note = mixed_note(new)
     if note is not None and not (isinstance(old, str) and mixed_note(old) == note):
