@@ -26,8 +26,8 @@ from syncer.live import LiveSource
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import get_path, normalize, MISSING
-from syncer.redact import (CONFIGMAP_KEYED, DEFAULT_SECRET_PATTERNS, NAMED_MAPS, REDACTED, is_secret_key, keyed_map,
-                           secret_value)
+from syncer import secrets
+from syncer.redact import CONFIGMAP_KEYED, DEFAULT_SECRET_PATTERNS, NAMED_MAPS, REDACTED, is_secret_key, keyed_map
 from syncer.values import describe_change
 
 
@@ -201,14 +201,15 @@ def _looks_secret(kind: str, fd: FieldDiff, patterns: Sequence[str], git_doc: An
                   live_doc: Any = None) -> str | None:
     """Why the difference ``fd`` looks like a secret (never copied, never shown), else None:
     a secret-looking key of a ConfigMap's data or of annotations/labels, the value of a list
-    item with a secret-looking name, or a value shaped like a secret."""
+    item with a secret-looking name, or a secret inside the value (``secrets.judge``)."""
     path = fd.path
     if path and keyed_map(kind, path[:-1]) and is_secret_key(str(path[-1]), patterns):
         return f"key name {path[-1]!r}"
     if why := _named_item(fd, git_doc, live_doc, patterns):
         return why
-    shape = secret_value(fd.live) or secret_value(fd.git)
-    return f"value shaped like {shape}" if shape else None
+    # inside the value: a credential's shape, a file's secret key, binaryData decoded (``secrets``)
+    binary = kind == "ConfigMap" and path[:1] == ("binaryData",)
+    return secrets.judge(fd.live, patterns, binary=binary) or secrets.judge(fd.git, patterns, binary=binary)
 
 
 def _judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str], git_doc: Any = None,

@@ -7,6 +7,8 @@ rights on a ConfigMap chooses them. Each output has its own dangers:
   Unicode line/paragraph separators and bidi overrides) are escaped as ``\\xNN``/``\\uNNNN``
   and a newline shows as ``⏎``, so a value can neither start a paragraph or a trailer in a
   commit message, nor reach git as a NUL, nor move the cursor or recolor a terminal.
+  Invisible characters (zero-width, format characters, spaces other than U+0020) are
+  escaped the same way (``fast\\u200b``): a change by one of them shows.
 - ``terminal(text)``: like ``line`` but keeps newlines (multi-line output such as file diffs).
 - ``markdown(text)``: a pull request body. On top of ``line``, the characters Markdown or
   HTML give a meaning inside a line (backticks, pipes, backslashes, brackets, ``*``, ``~``,
@@ -24,12 +26,17 @@ from __future__ import annotations
 
 import re
 
+from syncer.lookalike import INVISIBLE
+
 #: What a newline looks like on one line.
 NEWLINE = "⏎"
 #: Invisible, zero-width: breaks @mentions, #references and autolinks without changing the text read.
 _JOINER = "\u2060"
 
-_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+#: Control characters, the line and paragraph separators, and everything invisible
+#: (``lookalike.INVISIBLE``: format characters such as U+200B and the bidi controls, odd spaces
+#: such as U+00A0): a value changed by one shows the change.
+_CONTROL = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029{INVISIBLE}]")
 _MD_CHARS = {c: f"&#{ord(c)};" for c in "&<>`\\|*[]~"}
 _MD_LINKS = re.compile(r"(?i)(?<=[@#])(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)")
 #: Slack also links bare domains (``evil.com``, ``evil.com.au/x``): break the dot before a

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from syncer import USER_AGENT
-from syncer import escape, httpbound
+from syncer import escape, httpbound, lookalike
 from syncer.forges.base import PullRequest
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Drift
@@ -196,7 +196,10 @@ def slack_text(event: str, payload: Mapping[str, Any]) -> str:
     for d in drifts[:SLACK_MAX_DRIFTS]:
         where = _esc("/".join(str(d[k]) for k in ("kind", "namespace", "name") if d.get(k)))
         git, live = (_esc(str(d.get(k)), SLACK_MAX_VALUE) for k in ("git", "live"))
-        lines.append(f"• {where} {_esc(str(d.get('path', '')))}: `{git}` → `{live}` ({_esc(str(d.get('class', '?')))})")
+        note = lookalike.change_note(d.get("git"), d.get("live"))  # a change no one could see otherwise
+        told = f" ⚠️ {_esc(note)}" if note else ""
+        lines.append(f"• {where} {_esc(str(d.get('path', '')))}: `{git}` → `{live}` ({_esc(str(d.get('class', '?')))})"
+                     f"{told}")
     if len(drifts) > SLACK_MAX_DRIFTS:
         lines.append(f"… and {len(drifts) - SLACK_MAX_DRIFTS} more")
     return "\n".join(lines)

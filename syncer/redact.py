@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from syncer import userpattern
+from syncer.lookalike import plain_key
 
 #: What a hidden value is replaced with.
 REDACTED = "‹redacted›"
@@ -120,8 +121,10 @@ def is_secret_key(key: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -
     ``patterns`` are whole-word sequences (see ``DEFAULT_SECRET_PATTERNS``); a pattern with
     characters other than letters, digits, ``_ . -`` is a regular expression that must match
     the whole key (case-insensitively), e.g. ``stripe_.*`` from ``secretKeys``.
+    The key is read as it looks (``lookalike.plain_key``): ``DB_PASSWОRD`` with a Cyrillic О,
+    a full-width or a zero-width character in it, is ``DB_PASSWORD``.
     """
-    return _secret_key(key, tuple(patterns))
+    return _secret_key(plain_key(key), tuple(patterns))
 
 
 def _joined_secret(words: list[str]) -> bool:

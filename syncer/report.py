@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from syncer import escape
+from syncer import escape, lookalike
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
 from syncer.redact import REDACTED, secret_field
@@ -34,6 +34,18 @@ def shown(drift: Drift, value: Any) -> str:
         return REDACTED
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text
+
+
+def unseen(drift: Drift) -> str | None:
+    """What a person cannot see in a shown change: an invisible or look-alike character
+    (``differs only by U+200B ZERO WIDTH SPACE``), a word mixing scripts in the value or in
+    the key name (``db.іnternal``). None for hidden values."""
+    if _hidden(drift):
+        return None
+    note = lookalike.change_note(drift.git, drift.live)
+    if note is None and (in_key := lookalike.mixed_note(drift.path_text)):
+        note = f"key name: {in_key}"
+    return note
 
 
 def _line_pairs(drift: Drift) -> list[tuple[str | None, str | None]] | None:
@@ -137,10 +149,12 @@ def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
             if d.cls is DriftClass.UNTRACKED:
                 lines.append(f"  created live, not in git: written as a new file{who}{when}")
                 continue
+            note = unseen(d)
+            told = f" (note: {note})" if note else ""
             if pairs is None:
-                lines.append(f"  {d.path_text}: {shown(d, d.git)} -> {shown(d, d.live)}")
+                lines.append(f"  {d.path_text}: {shown(d, d.git)} -> {shown(d, d.live)}{told}")
             else:  # a multi-line value: one line per changed line, as the log says it
-                lines.append(f"  {d.path_text}: {len(pairs)} line(s) changed")
+                lines.append(f"  {d.path_text}: {len(pairs)} line(s) changed{told}")
                 lines += [f"    {describe_line(o, n)}" for o, n in pairs[:MAX_LINES_SHOWN]]
                 if len(pairs) > MAX_LINES_SHOWN:
                     lines.append(f"    … and {len(pairs) - MAX_LINES_SHOWN} more changed line(s)")
@@ -212,6 +226,9 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
             git_cell, live_cell = _code(shown(d, d.git)), _code(shown(d, d.live))
         else:  # multi-line: just the lines that changed, one per line, as the log says it
             git_cell, live_cell = _side(pairs, 0), _side(pairs, 1)
+        note = unseen(d)
+        if note:
+            live_cell += f" ⚠️ {_cell(note)}"
         comment = (comments or {}).get((str(d.ref), d.path_text))
         if comment:
             live_cell += f" ⚠️ the comment on this line in git, {_code(comment)}, may describe the old value"

@@ -10,6 +10,8 @@ import ipaddress
 import json
 import re
 
+from syncer import lookalike
+
 #: A DNS name of two labels or more; a fully qualified one may end in its root dot
 #: (``host.example.``), which comparisons drop (``endpoints.canonical``).
 _HOST = re.compile(r"^(?=.{1,253}\.?$)[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))+\.?$")
@@ -64,7 +66,14 @@ def _plain(value: object) -> str:
 
 
 def describe_change(old: object, new: object) -> str:
-    """A one-line account of how ``old`` became ``new``."""
+    """A one-line account of how ``old`` became ``new``; a change people cannot see (an
+    invisible or look-alike character, a word mixing scripts) starts by saying so."""
+    note = lookalike.change_note(old, new)
+    told = _describe(old, new)
+    return f"{note}: {told}" if note else told
+
+
+def _describe(old: object, new: object) -> str:
     if old is None:
         return f"added: {_short(_plain(new))}"
     if new is None:

@@ -1,0 +1,229 @@
+"""Hostile values, third round (issue #21): secrets inside values, credential shapes, and
+changes no one can see. Each test here failed on the code before the fix it names; the
+end-to-end ones run ``sync --mode commit`` to a bare remote and look at what was pushed."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import git
+from tests.helpers import _loopback_only, run  # noqa: F401 - autouse fixture: loopback only
+from tests.test_hostile import CM_NAME, edit_cm, example_items, live_file
+
+PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7LIVE\n-----END PRIVATE KEY-----\n"
+CM_FILE = "hosts/asgard/ollama-endpoint-manager.yaml"
+
+
+def _edited_live(tmp_path: Path, data: dict[str, str] | None = None,
+                 binary: dict[str, str] | None = None) -> Path:
+    """The example snapshot with keys added to the ConfigMap by ``kubectl edit`` (a person)."""
+    items = example_items()
+    cm = edit_cm(items)
+    fields: dict[str, Any] = {}
+    if data:
+        cm["data"].update(data)
+        fields["f:data"] = {f"f:{k}": {} for k in data}
+    if binary:
+        cm["binaryData"] = binary
+        fields["f:binaryData"] = {".": {}, **{f"f:{k}": {} for k in binary}}
+    cm["metadata"]["managedFields"].append({"apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": fields,
+                                            "manager": "kubectl-edit", "operation": "Update",
+                                            "time": "2026-11-30T10:00:00Z"})
+    return live_file(tmp_path, items)
+
+
+def _commit(repo: Path, live: Path) -> tuple[str, str]:
+    """``sync --mode commit``; the output, and the pushed main's ConfigMap file and message."""
+    code, out, err = run("sync", "asgard", "--repo", str(repo), "--live-file", str(live), "--mode", "commit")
+    assert code == 0, err
+    git(repo, "fetch", "-q", "origin")
+    pushed = git(repo, "show", f"origin/main:{CM_FILE}") + git(repo, "log", "-1", "--format=%B", "origin/main")
+    return out + err, pushed
+
+
+# -- 1. binaryData is judged decoded ----------------------------------------------------
+
+
+def test_a_pem_key_added_live_under_binary_data_is_never_committed(asgard_repo: Path, tmp_path: Path) -> None:
+    """Was: the check read only the base64 text; ``sync --mode commit`` committed the key to main."""
+    key64 = base64.b64encode(PEM.encode()).decode()
+    logo64 = base64.b64encode(b"\x89PNG\r\n\x1a\n\x00\x00binary").decode()
+    live = _edited_live(tmp_path, binary={"tls.key": key64, "logo.png": logo64})
+    out, pushed = _commit(asgard_repo, live)
+    assert "logo.png" in pushed and logo64 in pushed  # a near miss: plain bytes are copied as usual
+    for text in (out, pushed):
+        assert key64 not in text and key64[:40] not in text and "MIIEvQIBADAN" not in text
+        assert "tls.key" not in pushed
+    code, doc, _ = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "-o", "json")
+    assert key64 not in doc
+    [drift] = [d for d in json.loads(doc)["drifts"] if d["path"] == "binaryData.tls.key"]
+    assert drift["action"] == "report" and drift["live"] == "‹redacted›", drift
+    assert "PEM private key" in drift["reason"] and "base64" in drift["reason"], drift
+
+
+def test_binary_data_decoded_shapes_and_near_misses() -> None:
+    from syncer.secrets import judge
+
+    b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
+    assert judge(b64(PEM), binary=True)
+    assert judge(b64("db:\n  password: hunter2\n"), binary=True)
+    assert judge(b64(PEM)) == "value shaped like a base64-encoded PEM private key"  # in data too
+    cert = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+    assert judge(b64(cert), binary=True) is None and judge(b64(cert)) is None  # a certificate is public
+    for plain in (b64("hello"), base64.b64encode(bytes(range(256))).decode(), "not base64!", ""):
+        assert judge(plain, binary=True) is None, plain
+
+
+# -- 2. secrets inside config-file values ---------------------------------------------
+
+DOCKER_AUTH = base64.b64encode(b"robot:dckr-LIVE-pw").decode()
+FILES = {
+    "application.properties": "spring.application.name=web\nspring.datasource.url=jdbc:postgresql://db/app\n"
+                              "spring.datasource.password=props-LIVE-pw\n",
+    "app.yaml": "server:\n  port: 8080\ndatabase:\n  user: app\n  password: yaml-LIVE-pw\n",
+    "kubeconfig": "apiVersion: v1\nkind: Config\nclusters:\n- name: prod\n  cluster:\n    server: https://10.0.0.1\n"
+                  "users:\n- name: ci\n  user:\n    token: kube-LIVE-token\n",
+    "config.json": json.dumps({"auths": {"registry.example": {"auth": DOCKER_AUTH}}}),
+    "DSN": "postgres://db:5432/app?sslmode=require&user=app&password=dsn-LIVE-pw",
+}
+PLAIN_FILES = {
+    "logging.properties": "handlers=console\nlevel=INFO\nspring.datasource.password=${DB_PASSWORD}\n",
+    "web.yaml": "server:\n  port: 8080\n  passwordPolicy: strict\n  usePassword: true\n",
+}
+INNER_SECRETS = ("props-LIVE-pw", "yaml-LIVE-pw", "kube-LIVE-token", DOCKER_AUTH, "dckr-LIVE-pw", "dsn-LIVE-pw")
+
+
+def test_credentials_inside_config_file_values_are_never_committed(asgard_repo: Path, tmp_path: Path) -> None:
+    """Was: all five committed to main and shown in the diff and the commit message."""
+    live = _edited_live(tmp_path, data={**FILES, **PLAIN_FILES})
+    out, pushed = _commit(asgard_repo, live)
+    for name in PLAIN_FILES:  # near misses (a reference, settings about passwords) are copied
+        assert name in pushed, name
+    for name in FILES:
+        assert f"{name}:" not in pushed, name
+    for text in (out, pushed):
+        for secret in INNER_SECRETS:
+            assert secret not in text, (secret, text[:2000])
+    code, doc, _ = run("diff", "asgard", "--repo", str(asgard_repo), "--live-file", str(live), "-o", "json")
+    drifts = {d["path"]: d for d in json.loads(doc)["drifts"] if d["name"] == CM_NAME}
+    for name in FILES:
+        assert drifts[f"data.{name}"]["action"] == "report", drifts[f"data.{name}"]
+        assert "inside the value" in drifts[f"data.{name}"]["reason"]
+
+
+@pytest.mark.parametrize("value", [
+    "[database]\nhost = db\npassword = ini-pw\n",
+    "export API_TOKEN=env-token\nLOG_LEVEL=debug\n",
+    "Server=db;Database=app;User Id=app;Pwd=odbc-pw;",
+    "host=db user=app password=libpq-pw",
+    '{"db": {"password": "json-pw"}}',
+    "env:\n- name: DB_PASSWORD\n  value: item-pw\n",
+    "script: |\n  export GITHUB_TOKEN=nested-token\n",
+    "users:\n- name: x\n  user:\n    client-key-data: LS0tLS1CRUdJTg==\n",
+    "#!/bin/sh\nexec app --db-password=cli-pw\n",
+    "spring.datasource.url=jdbc:mysql://db/app?user=app&password=nested-pw\n",
+    "DB_PASSW\u041eRD=cyrillic-pw\n",
+    "<config>\n  <db.password>xml-pw</db.password>\n</config>\n",
+    '<datasource url="jdbc:x" password="xml-attr-pw"/>\n<x/>\n',
+    "cert-bundle: " + base64.b64encode(PEM.encode()).decode(),
+    "curl -H 'authorization: bearer 0a1b2c3d4e5f6a7b8c9d'",
+    "sk_live_\u200b4eC39HqLyjWDarjtT1zdp7dc",
+    "ѕk_live_4eC39HqLyjWDarjtT1zdp7dc",
+])
+def test_secret_inside_a_file_value(value: str) -> None:
+    from syncer.secrets import judge
+
+    assert judge(value) is not None
+
+
+@pytest.mark.parametrize("value", [
+    "LOG_LEVEL=debug\nINTERVAL=15\n", "PWD=/app\nOLDPWD=/\n", "[section]\ntoken_url = https://x/token\n",
+    "password=\nsecret: ''\ntoken: null\n", "db:\n  password: ${DB_PASSWORD}\n  token: '{{ .Values.token }}'\n",
+    '{"auths": {"r": {"auth": "none"}}}', "maxTokens: 4096\nMAX_TOKENS=512\n", "retryTokens: 3\nother: x\n", "a: [\n", "{not json",
+    "192.168.68.75 100.115.97.90", "https://example.com/?page=2&sort=asc",
+    "<config>\n  <password.policy>strict</password.policy>\n  <token>${TOKEN}</token>\n</config>\n",
+])
+def test_plain_file_values_are_no_secret(value: str) -> None:
+    from syncer.secrets import judge
+
+    assert judge(value) is None
+
+
+def test_a_reason_never_quotes_a_secret_shaped_key_name() -> None:
+    from syncer.secrets import judge
+
+    why = judge("ghp_" + "a" * 36 + ".password=x\n")
+    assert why is not None and "ghp_" not in why, why
+
+
+def test_secretkeys_from_the_config_apply_inside_files() -> None:
+    from syncer.redact import DEFAULT_SECRET_PATTERNS
+    from syncer.secrets import judge
+
+    value = "stripe_live = abc\nother = 1\n"
+    assert judge(value) is None
+    assert judge(value, (*DEFAULT_SECRET_PATTERNS, "stripe_.*")) is not None
+
+
+def test_inner_judgement_is_bounded() -> None:
+    import time
+
+    from syncer.secrets import judge
+
+    start = time.monotonic()
+    for value in ("a: &a [" + "*a, " * 5 + "]\n" + "b: &b [*a, *a, *a]\n" * 30, "k=v\n" * 200_000,
+                  "[" * 100_000, "x: " + "{" * 5000 + "\n", "a=b&" * 200_000, "Bearer " * 100_000):
+        judge(value)
+    assert time.monotonic() - start < 30  # a hang guard only
+
+
+# -- 3. credential shapes, confusable key names --------------------------------------
+
+
+@pytest.mark.parametrize("value,what", [
+    ("https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/abcdefghijklmnopqrstuvwx", "Slack webhook"),
+    ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe"),
+    ("AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "Google"),
+    ("ASIAY34FZKBOKMUTVV7A", "AWS"),
+    ("sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "OpenAI"),
+    ("Authorization: Bearer " + "0123456789abcdef" * 2, "bearer"),
+    ("Basic " + base64.b64encode(b"admin:hunter2").decode(), "basic"),
+])
+def test_credential_shapes_are_secret_values(value: str, what: str) -> None:
+    """Was: none of these shapes was known; all committed to main."""
+    from syncer.secrets import judge
+
+    why = judge(value)
+    assert why is not None and what.lower() in why.lower(), why
+
+
+@pytest.mark.parametrize("value", [
+    "https://hooks.example.com/services/x", "sk_live_", "AIza-short", "ASIA", "sk-proj-short",
+    "Bearer realm-authentication-required", "Basic realm", "tasks_live_count", "AKIA-docs",
+])
+def test_credential_shape_near_misses(value: str) -> None:
+    from syncer.secrets import judge
+
+    assert judge(value) is None
+
+
+@pytest.mark.parametrize("key", ["DB_PASSW\u041eRD", "DB_PASS\u200bWORD", "\uff24\uff22_\uff30\uff21\uff33\uff33",
+                                 "\u0430pi_key"])
+def test_confusable_and_invisible_key_names_are_read_as_they_look(key: str) -> None:
+    """Was: ``DB_PASSWОRD`` with a Cyrillic О split into ``PASSW`` and ``RD``: committed to main."""
+    from syncer.redact import is_secret_key, secret_field
+
+    assert is_secret_key(key) and secret_field("ConfigMap", f"data.{key}")
+
+
+def test_a_cyrillic_o_in_a_secret_key_name_is_never_committed(asgard_repo: Path, tmp_path: Path) -> None:
+    key = "DB_PASSW\u041eRD"
+    live = _edited_live(tmp_path, data={key: "cyr-LIVE-pw", "SLACK_HOOK": FILES["DSN"].replace("dsn", "x"),
+                                        "NOTES": "https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/hookLIVEsecret00"})
+    out, pushed = _commit(asgard_repo, live)
+    for secret in ("cyr-LIVE-pw", "hookLIVEsecret00", "x-LIVE-pw"):
+        assert secret not in out and secret not in pushed, secret
