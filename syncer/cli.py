@@ -113,6 +113,9 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
     init.add_argument("--force", action="store_true", help="replace an existing config")
+    init.add_argument("--chart-values", action="store_true",
+                      help="only print the Helm chart's `tracked:` values granting exactly what the existing "
+                           "config reads (YAML on stdout: > tracked-values.yaml; helm install -f it)")
     return parser
 
 
@@ -445,6 +448,9 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
+    if args.chart_values:
+        stdout.write(_chart_values(repo, installation, args.namespace))
+        return EXIT_OK
     host = host_dir(repo, installation)
     target, legacy = host / CONFIG_NAME, host / LEGACY_CONFIG_NAME
     for existing in (target, legacy):
@@ -491,7 +497,28 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
         legacy.unlink()
         stdout.write(f"removed hosts/{installation}/{LEGACY_CONFIG_NAME} (replaced by {CONFIG_NAME})\n")
     stdout.write(f"next: syncer diff {installation}  (then commit hosts/{installation}/{CONFIG_NAME})\n")
+    stdout.write(f"chart values granting exactly what this config reads (syncer init {installation} "
+                 "--chart-values prints them again):\n")
+    stdout.write("".join(f"  {line}\n" for line in _chart_values(repo, installation, args.namespace).splitlines()))
     return EXIT_OK
+
+
+def _chart_values(repo: Path, installation: str, namespace: str | None) -> str:
+    """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
+    from syncer.config import load_config
+    from syncer.engine import live_reads
+    from syncer.grants import chart_values
+    from syncer.manifests import host_dir
+    from syncer.sync import load_installation
+
+    config = load_config(host_dir(repo, installation), installation, namespace=namespace)
+    loaded = load_installation(repo, installation, config)
+    values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
+    head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
+            f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")
+    tail = "".join(f"# not covered: {ref} is outside namespace {config.namespace} (the chart's Role is namespaced)\n"
+                   for ref in values.elsewhere)
+    return head + values.text + tail
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, datetime, Any], int]] = {

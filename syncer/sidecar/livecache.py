@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from syncer.errors import ClusterError
+from syncer.kube import Refused
 from syncer.model import ObjectRef
 from syncer.normalize import normalize
 
@@ -38,6 +39,7 @@ class _Entry:
     changed_at: float = 0.0  # clock time the compared content last changed
     down_since: float | None = None  # stream broken since
     error: str | None = None  # permanent problem (403, kind not served)
+    status: int | None = None  # the API status of ``error`` (401/403: the Role lacks the object)
 
 
 def _digest(obj: dict[str, Any] | None) -> str:
@@ -111,12 +113,14 @@ class LiveCache:
             if entry.down_since is None:
                 entry.down_since = self.clock()
 
-    def fail(self, ref: ObjectRef, message: str) -> None:
-        """A problem a retry will not fix by itself (403, kind not served)."""
+    def fail(self, ref: ObjectRef, message: str, status: int | None = None) -> None:
+        """A problem a retry will not fix by itself (403, kind not served); ``status`` 401/403
+        makes ``get`` raise ``Refused`` (the Role lacks the object), anything else ClusterError."""
         with self._lock:
             entry = self._entries.setdefault(ref, _Entry())
             changed = entry.error != message
             entry.error = message
+            entry.status = status
             if changed:
                 self._dirty(self.clock())
         if changed:
@@ -152,6 +156,8 @@ class LiveCache:
             if entry is None:
                 raise ClusterError(f"{ref} is not watched", transient=True)
             if entry.error is not None:
+                if entry.status in (401, 403):
+                    raise Refused(entry.error, entry.status, transient=False)
                 raise ClusterError(entry.error, transient=False)
             if entry.digest is None:
                 raise ClusterError(f"{ref}: not listed yet; compared at the next pass", transient=True)

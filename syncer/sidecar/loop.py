@@ -120,6 +120,7 @@ class Loop:
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
+        self._warnings: set[str] = set()
         self.last: PassReport | None = None
         self.passes = 0
 
@@ -228,6 +229,10 @@ class Loop:
         for message in sorted(errors - self._errors):
             event(log, logging.ERROR, "cannot compare", error=message)
         self._errors = errors
+        warnings = {e.message for e in result.warnings}
+        for message in sorted(warnings - self._warnings):
+            event(log, logging.WARNING, "cannot compare", error=message)
+        self._warnings = warnings
         for message in out.messages:
             event(log, logging.INFO, message)
 

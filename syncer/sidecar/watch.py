@@ -233,7 +233,7 @@ class ObjectWatcher:
             return
         self.on_error()
         if status in (401, 403) or not error.transient:
-            self.cache.fail(self.ref, error.message)
+            self.cache.fail(self.ref, error.message, status)
             if isinstance(error, ApiError) and status in (401, 403) and not self.first.is_set():
                 self.first_error = error
         else:
@@ -243,6 +243,10 @@ class ObjectWatcher:
         else:  # it answered (403, 404): reachable, this object has a problem of its own
             self.cache.api_reached()
         self.first.set()
+        if status in (401, 403):  # retried quietly (a grant added later is picked up); the pass
+            # that cannot compare it says so once, naming the grant (Loop._log_outcome)
+            event(log, logging.DEBUG, "cannot read; retrying with backoff", ref=self.ref, error=error.message)
+            return
         event(log, logging.WARNING, "watch failed; reconnecting", ref=self.ref, error=error.message)
 
 
