@@ -24,7 +24,7 @@ from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
 from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branch, repo_root
 from syncer.kube import kube_client
-from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
+from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client, snapshot_note
 from syncer.manifests import default_installation
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
@@ -54,6 +54,54 @@ class _EnvDefaults(argparse.ArgumentParser):
                 action.default = raw
         action.help = (action.help or "") + f" [env {env}]"
         return action
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (when it has one worth showing) and keeps the
+    descriptions' line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if default is None and action.dest in _LAZY_DEFAULTS:  # `run`'s settings, loaded for help only
+            default = _LAZY_DEFAULTS[action.dest]()
+        if "(default" in text or default in (None, False, [], "", argparse.SUPPRESS):
+            return text
+        if not action.option_strings:
+            return text
+        shown = ",".join(default) if isinstance(default, list) else default
+        head, sep, env = text.rpartition(" [env ")
+        return f"{head} (default: {shown}){sep}{env}" if sep else f"{text} (default: {shown})"
+
+
+def _run_default(dest: str) -> Callable[[], str | None]:
+    def default() -> str | None:
+        args = argparse.Namespace(**{d: None for d in ("debounce", "resync", "lease_duration", "shutdown_grace",
+                                                      "listen", "state_configmap")})
+        _sidecar_defaults(args)
+        value = getattr(args, dest)
+        return f"{value}s" if dest in ("debounce", "resync", "lease_duration", "shutdown_grace") else value
+    return default
+
+
+_LAZY_DEFAULTS = {d: _run_default(d) for d in ("debounce", "resync", "lease_duration", "shutdown_grace", "listen",
+                                               "state_configmap")}
+
+
+#: What each subcommand's --help says first (the one-line ``help`` is for ``syncer --help``).
+DESCRIPTIONS = {
+    "diff": "Compare the objects declared under hosts/<installation>/ with the live cluster (or a snapshot)\n"
+            "and say, per field, who moved it (git or the cluster), which field manager changed it and\n"
+            "when. Exit 0 in sync, 1 drift found, 2 error (errors win; everything found is still printed).",
+    "sync": "Copy accepted live values back into git: a pull request (pr), a commit on the base branch\n"
+            "(commit), or only print what it would do (dry-run). Works in its own clone of --remote.\n"
+            "Exit 0 done, 2 error; with --exit-code also 1 when drift was found (kubectl diff's convention).",
+    "run": "The sidecar: watch the tracked objects, sync when they change (and every --resync), serve\n"
+           "/healthz, /readyz and /metrics. Keeps running while the API server or git is unreachable\n"
+           "(not ready, retried with backoff); exits 0 on SIGTERM.",
+    "init": "Write hosts/<installation>/syncer.conf from what the manifests (and the cluster) show, saying\n"
+            "why for each inference, and print the chart values that grant exactly what it will read.",
+}
 
 
 def _installation_flags(p: argparse.ArgumentParser) -> None:
@@ -97,18 +145,26 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
 def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     parser = _EnvDefaults(prog=prog, description="Copy live Kubernetes values back into git.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
-    diff = sub.add_parser("diff", help="show what differs between git and the cluster")
+    diff = sub.add_parser("diff", help="show what differs between git and the cluster", formatter_class=_Help,
+                          description=DESCRIPTIONS["diff"])
     _source_flags(diff)
-    sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run")
+    sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run", formatter_class=_Help,
+                          description=DESCRIPTIONS["sync"])
     _sync_flags(sync)
     for p in (diff, sync):
         p.add_argument("--watch", action="store_true",
                        help="run again whenever a file under hosts/<installation>/ changes (Ctrl-C to stop)")
+        if p is sync:
+            p.add_argument("--exit-code", action="store_true",
+                           help="exit 1 when drift was found (errors still 2), as kubectl diff does: "
+                                "`sync --mode dry-run --exit-code` gates CI on drift")
         p.add_argument("-n", "--namespace",
                        help="default namespace for manifests that name none (as kubectl's -n); "
                             "overrides the config's namespace")
-    _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics"))
-    init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show")
+    _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics",
+                              formatter_class=_Help, description=DESCRIPTIONS["run"]))
+    init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show",
+                          formatter_class=_Help, description=DESCRIPTIONS["init"])
     _installation_flags(init)
     init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
@@ -243,8 +299,9 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
-    out = dry_run(repo, installation, _live_source(args, _namespace(repo, installation, ns)), now,
-                  _reproduce(args, installation), config=_config(args, repo, installation))
+    source = _live_source(args, _namespace(repo, installation, ns))
+    out = dry_run(repo, installation, source, now, _reproduce(args, installation), config=_config(args, repo, installation))
+    out.result = snapshot_note(source, out.result)
     if args.output == "json":
         stdout.write(render_json(out.result))
     else:
@@ -272,8 +329,9 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
         assert repo is not None
         out = write_back(mode, repo, installation, source, now, _reproduce(args, installation),
                          config=_config(args, repo, installation))
+        out.result = snapshot_note(source, out.result)
         _print_outcome(out, args, stdout)
-        return EXIT_ERROR if out.result.errors else EXIT_OK
+        return _sync_exit(out, args)
     forge = _forge(args)
     remote = args.remote or (origin_url(repo) if repo is not None else None) or str(repo)
     identity = Identity(args.author_name, args.author_email, _read_secret(args.git_token_file, "--git-token-file"),
@@ -293,7 +351,15 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):
             stdout.write(f"syncer: notification failed: {failure}\n")
-    return EXIT_ERROR if out.result.errors else EXIT_OK
+    return _sync_exit(out, args)
+
+
+def _sync_exit(out: Outcome, args: argparse.Namespace) -> int:
+    """2 on an error (an unreadable written-back object is one; an unreadable reported one is a
+    warning), else 0; with ``--exit-code`` 1 when drift was found, as ``diff`` and kubectl diff."""
+    if out.result.errors:
+        return EXIT_ERROR
+    return EXIT_DRIFT if getattr(args, "exit_code", False) and not out.result.in_sync else EXIT_OK
 
 
 def _notify_outcome(args: argparse.Namespace, installation: str, out: Outcome) -> list[str]:
@@ -536,7 +602,10 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
             return _watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
         return COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
     except SyncerError as exc:
-        stderr.write(f"syncer: error: {redact_text(exc.message, secrets)}\n")
+        message = redact_text(exc.message, secrets)
+        stderr.write(f"syncer: error: {message}\n")
+        if getattr(args, "output", None) == "json":  # a script reading stdout learns it too, as JSON
+            stdout.write(_fatal_json(args, message))
         return EXIT_ERROR
     except (MemoryError, RecursionError) as exc:  # a hostile input past every limit: still exit 2, one line
         stderr.write(f"syncer: error: input too large or too deeply nested to process ({type(exc).__name__})\n")
@@ -544,6 +613,15 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except KeyboardInterrupt:
         stderr.write("syncer: interrupted\n")
         return EXIT_ERROR
+
+
+def _fatal_json(args: argparse.Namespace, message: str) -> str:
+    """``-o json`` when nothing could be compared: the document's shape, with the error in it."""
+    import json
+
+    return json.dumps({"installation": getattr(args, "installation", None), "in_sync": None, "drifts": [],
+                       "errors": [{"file": "", "message": message}], "warnings": [], "fatal": True},
+                      indent=2) + "\n"
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:

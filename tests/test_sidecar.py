@@ -454,24 +454,36 @@ def test_two_replicas_with_leader_election_make_one_commit(agreed: Path, fake: F
     assert lease is not None and lease["spec"]["leaseTransitions"] >= 1
 
 
-def test_missing_watch_permission_is_a_startup_error_naming_verb_and_resource(
-        agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
+def test_objects_the_role_does_not_grant_are_one_warning_each_and_the_rest_syncs(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The chart's Role without the report kinds (Service, Deployment, ...): the sidecar starts,
+    is ready, says once per object which grant is missing, counts the gap per kind, and still
+    copies a ConfigMap edit back."""
     seed(fake, agreed)
-    fake.forbid("watch", "endpoints")
-    sc = sidecar(fake, agreed, tmp_path)
-    with pytest.raises(StartupError) as err:
+    fake.forbid("watch", "services")
+    fake.forbid("list", "deployments.apps")
+    sc = sidecar(fake, agreed, tmp_path, debounce=0.1, listen=("127.0.0.1", 0))
+    with caplog.at_level("DEBUG", logger="syncer"):
         sc.start()
-    assert 'cannot watch resource "endpoints"' in err.value.message
-    assert "Endpoints/ai/mac-ollama" in err.value.message
-
-    # Through the command line: exit 2, one line on stderr.
-    out, errs = io.StringIO(), io.StringIO()
-    code = main(["run", "asgard", "--remote", str(origin(agreed)), "--kubeconfig", str(kubeconfig(fake, tmp_path)),
-                 "--listen", "127.0.0.1:0", "--clone-dir", str(tmp_path / "cli-clone"), "--mode", "commit"],
-                stdout=out, stderr=errs)
-    assert code == 2
-    assert errs.getvalue().count("\n") == 1 and errs.getvalue().startswith("syncer: error: missing permission")
-    assert 'cannot watch resource "endpoints" in API group "" in the namespace "ai"' in errs.getvalue()
+        try:
+            base = f"http://127.0.0.1:{sc.server.port if sc.server else 0}"
+            wait_for(lambda: sc.loop.passes >= 1, what="the first pass")
+            fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "45"}}, manager="kubectl-edit")
+            wait_for(lambda: len(origin_commits(agreed)) == 3, what="the ConfigMap edit committed")
+            ready = httpx.get(base + "/readyz")
+            metrics = httpx.get(base + "/metrics").text
+            time.sleep(0.5)  # refused watches keep retrying (backoff 0.05-0.2 s): no more warnings
+        finally:
+            sc.stop()
+    assert ready.status_code == 200, ready.text
+    assert 'syncer_unreadable_objects{installation="asgard",kind="Service"} 2.0' in metrics
+    assert 'syncer_unreadable_objects{installation="asgard",kind="Deployment"} 1.0' in metrics
+    said = [(r.levelname, str(getattr(r, "syncer_fields", {}).get("error", ""))) for r in caplog.records]
+    warned = [text for level, text in said if level == "WARNING" and "may not read" in text]
+    assert len(warned) == 3, warned  # two Services, one Deployment: once each, not per retry
+    assert any("Service/ai/mac-ollama" in w and "tracked.kinds.Service" in w for w in warned)
+    assert any("Deployment/ai/ollama-endpoint-manager" in w and "tracked.kinds.Deployment" in w for w in warned)
+    assert not [text for level, text in said if level == "ERROR"]
 
 
 def test_missing_state_permission_is_probed_with_a_dry_run(agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
