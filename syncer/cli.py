@@ -418,42 +418,64 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     if not remote:
         raise ConfigError("--remote URL is required: the git repository syncer clones from and pushes to")
     identity = Identity(args.author_name, args.author_email, git_token, args.git_username)
-    with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
-        dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
-        base = args.base_branch or remote_default_branch(remote, identity)
-        ws = Workspace.open_or_clone(remote, base, dest, identity, installation=args.installation)
-        installation = args.installation or default_installation(ws.path)
-        logs.setup(args.log_format, installation=installation, secrets=secrets)
-        notifier = Notifier(args.notify_url, httpx.Client(), secrets=secrets) if args.notify_url else None
-        lease_duration = _seconds(args.lease_duration, "--lease-duration")
-        settings = SidecarSettings(
-            loop=LoopSettings(installation, Mode(args.mode), _reproduce(args, installation),
-                              debounce=_seconds(args.debounce, "--debounce"), resync=_seconds(args.resync, "--resync")),
-            listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
-            lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
-            config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
-            grace=_seconds(args.shutdown_grace, "--shutdown-grace"))
-        api = kube_client(args.kubeconfig, args.context, pool_size=64)  # each watch holds one connection open
-        sidecar = Sidecar(api, ws, settings, forge=forge, notifier=notifier)
-        stop = threading.Event()
-        previous = {}
-        if threading.current_thread() is threading.main_thread():  # SIGTERM during start: stop right after
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, lambda *_: stop.set())
-        try:
+    from syncer.sidecar.metrics import Metrics
+    from syncer.sidecar.server import StatusServer
+    from syncer.sidecar.starting import StartingHealth, until_up
+
+    logs.setup(args.log_format, installation=args.installation or "", secrets=secrets)
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # SIGTERM during start: stop right after
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    starting = StartingHealth()
+    early: StatusServer | None = None  # probes answered from the first second: 503 while starting
+    try:
+        if listen is not None:
             try:
-                sidecar.start()
+                early = StatusServer(listen[0], listen[1], starting, Metrics(args.installation or "")).start()
             except OSError as exc:  # e.g. the --listen port is taken
-                sidecar.stop()
                 raise ConfigError(f"--listen {args.listen}: {exc.strerror or exc}") from None
+        with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
+            dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
+
+            def clone() -> Workspace:
+                base = args.base_branch or remote_default_branch(remote, identity)
+                return Workspace.open_or_clone(remote, base, dest, identity, installation=args.installation)
+
+            ws = until_up("cloning the git remote", clone, starting, stop)
+            if ws is None:  # SIGTERM while the remote was still unreachable
+                return EXIT_OK
+            installation = args.installation or default_installation(ws.path)
+            logs.setup(args.log_format, installation=installation, secrets=secrets)
+            notifier = Notifier(args.notify_url, httpx.Client(), secrets=secrets) if args.notify_url else None
+            lease_duration = _seconds(args.lease_duration, "--lease-duration")
+            settings = SidecarSettings(
+                loop=LoopSettings(installation, Mode(args.mode), _reproduce(args, installation),
+                                  debounce=_seconds(args.debounce, "--debounce"),
+                                  resync=_seconds(args.resync, "--resync")),
+                listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
+                lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
+                config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
+                grace=_seconds(args.shutdown_grace, "--shutdown-grace"))
+            api = kube_client(args.kubeconfig, args.context, pool_size=64)  # each watch holds one connection open
+            sidecar = Sidecar(api, ws, settings, forge=forge, notifier=notifier)
+            sidecar.server, early = early, None  # the sidecar answers the probes from now on
             try:
+                try:
+                    sidecar.start()
+                except OSError as exc:
+                    sidecar.stop()
+                    raise ConfigError(f"--listen {args.listen}: {exc.strerror or exc}") from None
                 while not stop.wait(0.5):
                     pass
             finally:
                 sidecar.stop()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    finally:
+        if early is not None:
+            early.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return EXIT_OK
 
 

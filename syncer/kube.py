@@ -163,21 +163,22 @@ def cause(exc: BaseException) -> str:
     while current is not None and current not in seen and len(seen) < 8:
         seen.append(current)
         current = current.__cause__ or current.__context__ or getattr(current, "reason", None)
-    for err in seen:
+    for err in seen:  # the most specific first (urllib3's NewConnectionError is a ConnectTimeoutError)
+        if isinstance(err, ConnectionRefusedError):
+            return "connection refused"
         if isinstance(err, ssl.SSLCertVerificationError):
             return f"TLS: {err.verify_message or 'certificate verify failed'}"
         if isinstance(err, ssl.SSLError):
             return f"TLS: {err.reason or err}"
         if isinstance(err, socket.gaierror):
             return f"cannot resolve the host name ({err.strerror or err})"
-        if isinstance(err, (TimeoutError, socket.timeout, urllib3.exceptions.TimeoutError)):
-            return "timed out"
-        if isinstance(err, ConnectionRefusedError):
-            return "connection refused"
         if isinstance(err, ConnectionResetError):
             return "connection reset by the server"
-        if isinstance(err, OSError) and err.strerror:
+        if isinstance(err, OSError) and err.strerror and not isinstance(err, TimeoutError):
             return err.strerror[:1].lower() + err.strerror[1:]
+    for err in seen:
+        if isinstance(err, (TimeoutError, socket.timeout, urllib3.exceptions.TimeoutError)):
+            return "timed out"
     if isinstance(exc, urllib3.exceptions.ProtocolError):
         return "the connection broke off mid-answer"
     return type(exc).__name__

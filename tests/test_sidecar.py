@@ -551,6 +551,50 @@ def test_sigterm_mid_sync_exits_quickly_and_leaves_the_remote_consistent(
         assert git(origin(agreed), "merge-base", "main", "syncer/asgard") == git(origin(agreed), "rev-parse", "main")
 
 
+def test_unreachable_git_remote_at_start_is_not_ready_and_retried_never_an_exit(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
+    """`syncer run` whose remote is not there yet: /healthz 200, /readyz 503 naming the remote,
+    a log line per attempt, and once the remote appears it clones and becomes ready."""
+    seed(fake, agreed)
+    later = tmp_path / "later.git"  # the remote, absent at start
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    cmd = [sys.executable, "-m", "syncer.cli", "run", "asgard", "--remote", str(later), "--base-branch", "main",
+           "--kubeconfig", str(kubeconfig(fake, tmp_path)), "--listen", f"127.0.0.1:{port}",
+           "--clone-dir", str(tmp_path / "run-clone"), "--mode", "commit", "--log-format", "json", "--debounce", "0.2"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str) -> httpx.Response | None:
+        try:
+            return httpx.get(base + path, timeout=2)
+        except httpx.TransportError:
+            return None
+
+    try:
+        first = wait_for(lambda: get("/readyz"), timeout=20, what="the probes to answer")
+        assert first.status_code == 503 and "cloning the git remote failed" in first.text, first.text
+        health = get("/healthz")
+        assert health is not None and health.status_code == 200
+        time.sleep(3.5)  # backoff 1 s, 2 s: a few attempts, still running
+        assert proc.poll() is None
+        git(tmp_path, "clone", "-q", "--bare", str(origin(agreed)), str(later))
+        ready = wait_for(lambda: (r := get("/readyz")) is not None and r.status_code == 200 and r, timeout=40,
+                         what="ready once the remote exists")
+        assert ready.text == "ok\n"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, stderr
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    retries = [line for line in lines if line["msg"].startswith("cloning the git remote failed; not ready, retrying")]
+    assert 2 <= len(retries) <= 6, [line["msg"] for line in lines]
+
+
 def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyPatch) -> None:
     from syncer.cli import build_parser
 

@@ -204,6 +204,8 @@ class Sidecar:
     def start(self, run_loop: bool = True) -> "Sidecar":
         """Start everything; ``run_loop=False`` leaves the loop to the caller's ``loop.step()``."""
         s = self.settings
+        if self.server is not None:  # `syncer run` served the probes while it cloned: take that server over
+            self.server.health, self.server.metrics = self.health, self.metrics
         self.check_permissions()
         self.watches.reconcile(self.refs)
         refused = self.watches.wait_first(s.startup_timeout)
@@ -213,7 +215,7 @@ class Sidecar:
         if self.elector is not None:
             self.elector.try_acquire_or_renew()
             self.elector.start()
-        if s.listen is not None:
+        if s.listen is not None and self.server is None:
             self.server = StatusServer(s.listen[0], s.listen[1], self.health, self.metrics).start()
         if self.override is not None and s.config_file is not None:
             self.dirwatch = DirWatcher(s.config_file.parent, self._config_changed).start()

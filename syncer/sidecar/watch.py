@@ -263,6 +263,7 @@ class WatchSet:
     def reconcile(self, refs: Iterable[ObjectRef]) -> None:
         """Start watching new ``refs``, stop watching the ones no longer wanted."""
         wanted = set(refs)
+        failed: list[tuple[ObjectRef, str]] = []
         with self._lock:
             for ref in sorted(set(self.watchers) - wanted):
                 self.watchers.pop(ref).stop()
@@ -272,11 +273,15 @@ class WatchSet:
                     target = target_for(self.api, ref)
                 except ClusterError as exc:  # discovery failed: try again at the next reconcile
                     self.cache.fail(ref, exc.message)
-                    event(log, logging.WARNING, "cannot watch", ref=ref, error=exc.message)
+                    failed.append((ref, exc.message))
                     continue
                 self.cache.expect(ref)
                 self.watchers[ref] = ObjectWatcher(self.api, target, self.cache, self.settings,
                                                    on_restart=self.on_restart, on_error=self.on_error).start()
+        if failed:  # one line, not one per object (an API server down at start: every object fails alike)
+            ref, message = failed[0]
+            event(log, logging.WARNING, "cannot watch" + (f" {len(failed)} objects; the first" if len(failed) > 1
+                                                          else ""), ref=ref, error=message)
 
     def wait_first(self, timeout: float) -> list[ApiError]:
         """Wait for every watcher's first answer; the refusals (401/403) among them."""
