@@ -408,7 +408,7 @@ def _load_connection(kubeconfig: str | None, context: str | None) -> Connection:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             if kubeconfig:
-                raise ConfigError(f"kubeconfig {where}: {path}: no such file") from None
+                raise ConfigError(f"kubeconfig {where}: no such file") from None
             continue
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"kubeconfig {where}: {path}: {exc}") from None
