@@ -486,6 +486,33 @@ def test_objects_the_role_does_not_grant_are_one_warning_each_and_the_rest_syncs
     assert not [text for level, text in said if level == "ERROR"]
 
 
+def test_an_event_and_what_the_pass_decided_for_it_are_a_few_log_lines(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    seed(fake, agreed)
+    sc = sidecar(fake, agreed, tmp_path, debounce=0.1)
+    with caplog.at_level("INFO", logger="syncer"):
+        sc.start()
+        try:
+            wait_for(lambda: sc.loop.last is not None and sc.loop._since is not None, what="the first pass")
+            first = len(caplog.records)
+            fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "45"}}, manager="kubectl-edit")
+            wait_for(lambda: len(origin_commits(agreed)) == 3, what="the ConfigMap edit committed")
+            wait_for(lambda: any(r.getMessage() == "decided" for r in caplog.records[first:]), what="the decision")
+            set_endpoints(fake, "mac-ollama", "100.115.97.90", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            wait_for(lambda: sum(r.getMessage() == "decided" for r in caplog.records[first:]) >= 2,
+                     what="the Endpoints decision")
+        finally:
+            sc.stop()
+    lines = [(r.getMessage(), str(getattr(r, "syncer_object", "")), getattr(r, "syncer_fields", {}))
+             for r in caplog.records[first:]]
+    events = [(obj, f.get("type"), f.get("manager")) for msg, obj, f in lines if msg == "event"]
+    assert ("ConfigMap/ai/ollama-endpoint-manager", "MODIFIED", "kubectl-edit") in events
+    decided = [(obj, f["decision"]) for msg, obj, f in lines if msg == "decided"]
+    assert decided[0] == ("ConfigMap/ai/ollama-endpoint-manager", "written to git")
+    assert decided[1][0] == "Endpoints/ai/mac-ollama" and decided[1][1].startswith("held until 20"), decided
+    assert len(decided) == 2  # the objects nobody touched get no line
+
+
 def test_missing_state_permission_is_probed_with_a_dry_run(agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
     seed(fake, agreed)
     fake.forbid("create", "configmaps")

@@ -86,8 +86,9 @@ class LiveCache:
             if self._entries.pop(ref, None) is not None:
                 self._forgotten += 1
 
-    def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> None:
-        """The object as listed or watched (``None``: it does not exist)."""
+    def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> bool:
+        """The object as listed or watched (``None``: it does not exist); True when what is
+        compared changed."""
         digest = _digest(obj)
         now = self.clock()
         with self._lock:
@@ -100,6 +101,7 @@ class LiveCache:
             self._reached(now)
         if changed:
             self.on_change()
+        return changed
 
     def stream_up(self, ref: ObjectRef) -> None:
         with self._lock:

@@ -150,6 +150,14 @@ def stream(api: Kube, target: Target, rv: str, settings: WatchSettings,
             chunks.close()  # hands the connection back
 
 
+def last_manager(obj: JSON) -> str | None:
+    """The field manager of the newest ``managedFields`` entry (who made this change, as far as
+    the server says)."""
+    entries = [e for e in (obj.get("metadata") or {}).get("managedFields") or [] if isinstance(e, dict)]
+    newest = max(entries, key=lambda e: str(e.get("time") or ""), default=None)
+    return str(newest.get("manager")) if newest and newest.get("manager") else None
+
+
 class ObjectWatcher:
     """Keeps one object current in the cache, forever (until ``stop``)."""
 
@@ -202,8 +210,9 @@ class ObjectWatcher:
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
                     failures = 0
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    if etype != "BOOKMARK":
-                        self.cache.put(self.ref, None if etype == "DELETED" else obj)
+                    if etype != "BOOKMARK" and self.cache.put(self.ref, None if etype == "DELETED" else obj):
+                        # a change arrived (not a re-list): the pass that handles it says what it decided
+                        event(log, logging.INFO, "event", ref=self.ref, type=etype, manager=last_manager(obj))
                     self.cache.api_reached()
                 continue  # the server closed the watch after timeoutSeconds: go on from rv
             except Gone as exc:
