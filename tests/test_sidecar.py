@@ -599,7 +599,11 @@ def test_unreachable_git_remote_at_start_is_not_ready_and_retried_never_an_exit(
             return None
 
     try:
-        first = wait_for(lambda: get("/readyz"), timeout=20, what="the probes to answer")
+        def answered() -> httpx.Response | None:
+            assert proc.poll() is None, proc.communicate()
+            return get("/readyz")
+
+        first = wait_for(answered, timeout=30, what="the probes to answer")
         assert first.status_code == 503 and "cloning the git remote failed" in first.text, first.text
         health = get("/healthz")
         assert health is not None and health.status_code == 200
