@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from syncer import logs
+from syncer.clihelp import DESCRIPTIONS, Help
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
+from syncer.grants import installation_values
 from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branch, repo_root
 from syncer.kube import kube_client
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client, snapshot_note
@@ -54,54 +56,6 @@ class _EnvDefaults(argparse.ArgumentParser):
                 action.default = raw
         action.help = (action.help or "") + f" [env {env}]"
         return action
-
-
-class _Help(argparse.RawDescriptionHelpFormatter):
-    """Help that shows each option's default (when it has one worth showing) and keeps the
-    descriptions' line breaks."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        text = action.help or ""
-        default = action.default
-        if default is None and action.dest in _LAZY_DEFAULTS:  # `run`'s settings, loaded for help only
-            default = _LAZY_DEFAULTS[action.dest]()
-        if "(default" in text or default in (None, False, [], "", argparse.SUPPRESS):
-            return text
-        if not action.option_strings:
-            return text
-        shown = ",".join(default) if isinstance(default, list) else default
-        head, sep, env = text.rpartition(" [env ")
-        return f"{head} (default: {shown}){sep}{env}" if sep else f"{text} (default: {shown})"
-
-
-def _run_default(dest: str) -> Callable[[], str | None]:
-    def default() -> str | None:
-        args = argparse.Namespace(**{d: None for d in ("debounce", "resync", "lease_duration", "shutdown_grace",
-                                                      "listen", "state_configmap")})
-        _sidecar_defaults(args)
-        value = getattr(args, dest)
-        return f"{value}s" if dest in ("debounce", "resync", "lease_duration", "shutdown_grace") else value
-    return default
-
-
-_LAZY_DEFAULTS = {d: _run_default(d) for d in ("debounce", "resync", "lease_duration", "shutdown_grace", "listen",
-                                               "state_configmap")}
-
-
-#: What each subcommand's --help says first (the one-line ``help`` is for ``syncer --help``).
-DESCRIPTIONS = {
-    "diff": "Compare the objects declared under hosts/<installation>/ with the live cluster (or a snapshot)\n"
-            "and say, per field, who moved it (git or the cluster), which field manager changed it and\n"
-            "when. Exit 0 in sync, 1 drift found, 2 error (errors win; everything found is still printed).",
-    "sync": "Copy accepted live values back into git: a pull request (pr), a commit on the base branch\n"
-            "(commit), or only print what it would do (dry-run). Works in its own clone of --remote.\n"
-            "Exit 0 done, 2 error; with --exit-code also 1 when drift was found (kubectl diff's convention).",
-    "run": "The sidecar: watch the tracked objects, sync when they change (and every --resync), serve\n"
-           "/healthz, /readyz and /metrics. Keeps running while the API server or git is unreachable\n"
-           "(not ready, retried with backoff); exits 0 on SIGTERM.",
-    "init": "Write hosts/<installation>/syncer.conf from what the manifests (and the cluster) show, saying\n"
-            "why for each inference, and print the chart values that grant exactly what it will read.",
-}
 
 
 def _installation_flags(p: argparse.ArgumentParser) -> None:
@@ -145,10 +99,10 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
 def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     parser = _EnvDefaults(prog=prog, description="Copy live Kubernetes values back into git.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
-    diff = sub.add_parser("diff", help="show what differs between git and the cluster", formatter_class=_Help,
+    diff = sub.add_parser("diff", help="show what differs between git and the cluster", formatter_class=Help,
                           description=DESCRIPTIONS["diff"])
     _source_flags(diff)
-    sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run", formatter_class=_Help,
+    sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run", formatter_class=Help,
                           description=DESCRIPTIONS["sync"])
     _sync_flags(sync)
     for p in (diff, sync):
@@ -162,9 +116,9 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
                        help="default namespace for manifests that name none (as kubectl's -n); "
                             "overrides the config's namespace")
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics",
-                              formatter_class=_Help, description=DESCRIPTIONS["run"]))
+                              formatter_class=Help, description=DESCRIPTIONS["run"]))
     init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show",
-                          formatter_class=_Help, description=DESCRIPTIONS["init"])
+                          formatter_class=Help, description=DESCRIPTIONS["init"])
     _installation_flags(init)
     init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
@@ -537,7 +491,7 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
     if args.chart_values:
-        stdout.write(_chart_values(repo, installation, args.namespace))
+        stdout.write(installation_values(repo, installation, args.namespace))
         return EXIT_OK
     host = host_dir(repo, installation)
     target, legacy = host / CONFIG_NAME, host / LEGACY_CONFIG_NAME
@@ -587,26 +541,8 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     stdout.write(f"next: syncer diff {installation}  (then commit hosts/{installation}/{CONFIG_NAME})\n")
     stdout.write(f"chart values granting exactly what this config reads (syncer init {installation} "
                  "--chart-values prints them again):\n")
-    stdout.write("".join(f"  {line}\n" for line in _chart_values(repo, installation, args.namespace).splitlines()))
+    stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace).splitlines()))
     return EXIT_OK
-
-
-def _chart_values(repo: Path, installation: str, namespace: str | None) -> str:
-    """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
-    from syncer.config import load_config
-    from syncer.engine import live_reads
-    from syncer.grants import chart_values
-    from syncer.manifests import host_dir
-    from syncer.sync import load_installation
-
-    config = load_config(host_dir(repo, installation), installation, namespace=namespace)
-    loaded = load_installation(repo, installation, config)
-    values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
-    head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
-            f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")
-    tail = "".join(f"# not covered: {ref} is outside namespace {config.namespace} (the chart's Role is namespaced)\n"
-                   for ref in values.elsewhere)
-    return head + values.text + tail
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, datetime, Any], int]] = {
