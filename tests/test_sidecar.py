@@ -603,8 +603,9 @@ def test_unreachable_git_remote_at_start_is_not_ready_and_retried_never_an_exit(
             assert proc.poll() is None, proc.communicate()
             return get("/readyz")
 
-        first = wait_for(answered, timeout=30, what="the probes to answer")
-        assert first.status_code == 503 and "cloning the git remote failed" in first.text, first.text
+        first = wait_for(lambda: (r := answered()) is not None and "failed" in r.text and r, timeout=30,
+                         what="the probes to answer with the failed attempt")
+        assert first.status_code == 503 and "starting: cloning the git remote failed" in first.text, first.text
         health = get("/healthz")
         assert health is not None and health.status_code == 200
         time.sleep(3.5)  # backoff 1 s, 2 s: a few attempts, still running
