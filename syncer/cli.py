@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from syncer import __version__, logs
+from syncer.clihelp import DESCRIPTIONS, Help
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
+from syncer.grants import installation_values
 from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branch, repo_root
 from syncer.kube import kube_client
-from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
+from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client, snapshot_note
 from syncer.manifests import default_installation
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
@@ -113,22 +115,33 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"syncer {__version__}",
                         help="print 'syncer <version>' and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
-    diff = sub.add_parser("diff", help="show what differs between git and the cluster")
+    diff = sub.add_parser("diff", help="show what differs between git and the cluster", formatter_class=Help,
+                          description=DESCRIPTIONS["diff"])
     _source_flags(diff)
-    sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run")
+    sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run", formatter_class=Help,
+                          description=DESCRIPTIONS["sync"])
     _sync_flags(sync)
     for p in (diff, sync):
         p.add_argument("--watch", action="store_true",
                        help="run again whenever a file under hosts/<installation>/ changes (Ctrl-C to stop)")
+        if p is sync:
+            p.add_argument("--exit-code", action="store_true",
+                           help="exit 1 when drift was found (errors still 2), as kubectl diff does: "
+                                "`sync --mode dry-run --exit-code` gates CI on drift")
         p.add_argument("-n", "--namespace",
                        help="default namespace for manifests that name none (as kubectl's -n); "
                             "overrides the config's namespace")
-    _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics"))
-    init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show")
+    _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics",
+                              formatter_class=Help, description=DESCRIPTIONS["run"]))
+    init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show",
+                          formatter_class=Help, description=DESCRIPTIONS["init"])
     _installation_flags(init)
     init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
     init.add_argument("--force", action="store_true", help="replace an existing config")
+    init.add_argument("--chart-values", action="store_true",
+                      help="only print the Helm chart's `tracked:` values granting exactly what the existing "
+                           "config reads (YAML on stdout: > tracked-values.yaml; helm install -f it)")
     return parser
 
 
@@ -295,8 +308,9 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
-    out = dry_run(repo, installation, _live_source(args, _namespace(repo, installation, ns)), now,
-                  _reproduce(args, installation), config=_config(args, repo, installation))
+    source = _live_source(args, _namespace(repo, installation, ns))
+    out = dry_run(repo, installation, source, now, _reproduce(args, installation), config=_config(args, repo, installation))
+    out.result = snapshot_note(source, out.result)
     if args.output == "json":
         stdout.write(render_json(out.result))
     else:
@@ -324,8 +338,9 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
         assert repo is not None
         out = write_back(mode, repo, installation, source, now, _reproduce(args, installation),
                          config=_config(args, repo, installation))
+        out.result = snapshot_note(source, out.result)
         _print_outcome(out, args, stdout)
-        return EXIT_ERROR if out.result.errors else EXIT_OK
+        return _sync_exit(out, args)
     forge = _forge(args)
     remote = args.remote or (origin_url(repo) if repo is not None else None) or str(repo)
     identity = Identity(args.author_name, args.author_email, _read_secret(args.git_token_file, "--git-token-file"),
@@ -345,7 +360,15 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):
             stdout.write(f"syncer: notification failed: {failure}\n")
-    return EXIT_ERROR if out.result.errors else EXIT_OK
+    return _sync_exit(out, args)
+
+
+def _sync_exit(out: Outcome, args: argparse.Namespace) -> int:
+    """2 on an error (an unreadable written-back object is one; an unreadable reported one is a
+    warning), else 0; with ``--exit-code`` 1 when drift was found, as ``diff`` and kubectl diff."""
+    if out.result.errors:
+        return EXIT_ERROR
+    return EXIT_DRIFT if getattr(args, "exit_code", False) and not out.result.in_sync else EXIT_OK
 
 
 def _notify_outcome(args: argparse.Namespace, installation: str, out: Outcome) -> list[str]:
@@ -407,42 +430,64 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
                         token_source=_app_git_token(args))
     if _github_app(args) is not None:  # each new installation token joins what the log masks
         _github_app(args).on_token = secrets.append
-    with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
-        dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
-        base = args.base_branch or remote_default_branch(remote, identity)
-        ws = Workspace.open_or_clone(remote, base, dest, identity, installation=args.installation)
-        installation = args.installation or default_installation(ws.path)
-        logs.setup(args.log_format, installation=installation, secrets=secrets)
-        notifier = Notifier(args.notify_url, httpx.Client(), secrets=secrets) if args.notify_url else None
-        lease_duration = _seconds(args.lease_duration, "--lease-duration")
-        settings = SidecarSettings(
-            loop=LoopSettings(installation, Mode(args.mode), _reproduce(args, installation),
-                              debounce=_seconds(args.debounce, "--debounce"), resync=_seconds(args.resync, "--resync")),
-            listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
-            lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
-            config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
-            grace=_seconds(args.shutdown_grace, "--shutdown-grace"))
-        api = kube_client(args.kubeconfig, args.context, pool_size=64)  # each watch holds one connection open
-        sidecar = Sidecar(api, ws, settings, forge=forge, notifier=notifier)
-        stop = threading.Event()
-        previous = {}
-        if threading.current_thread() is threading.main_thread():  # SIGTERM during start: stop right after
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                previous[sig] = signal.signal(sig, lambda *_: stop.set())
-        try:
+    from syncer.sidecar.metrics import Metrics
+    from syncer.sidecar.server import StatusServer
+    from syncer.sidecar.starting import StartingHealth, until_up
+
+    logs.setup(args.log_format, installation=args.installation or "", secrets=secrets)
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # SIGTERM during start: stop right after
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    starting = StartingHealth()
+    early: StatusServer | None = None  # probes answered from the first second: 503 while starting
+    try:
+        if listen is not None:
             try:
-                sidecar.start()
+                early = StatusServer(listen[0], listen[1], starting, Metrics(args.installation or "")).start()
             except OSError as exc:  # e.g. the --listen port is taken
-                sidecar.stop()
                 raise ConfigError(f"--listen {args.listen}: {exc.strerror or exc}") from None
+        with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
+            dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
+
+            def clone() -> Workspace:
+                base = args.base_branch or remote_default_branch(remote, identity)
+                return Workspace.open_or_clone(remote, base, dest, identity, installation=args.installation)
+
+            ws = until_up("cloning the git remote", clone, starting, stop)
+            if ws is None:  # SIGTERM while the remote was still unreachable
+                return EXIT_OK
+            installation = args.installation or default_installation(ws.path)
+            logs.setup(args.log_format, installation=installation, secrets=secrets)
+            notifier = Notifier(args.notify_url, httpx.Client(), secrets=secrets) if args.notify_url else None
+            lease_duration = _seconds(args.lease_duration, "--lease-duration")
+            settings = SidecarSettings(
+                loop=LoopSettings(installation, Mode(args.mode), _reproduce(args, installation),
+                                  debounce=_seconds(args.debounce, "--debounce"),
+                                  resync=_seconds(args.resync, "--resync")),
+                listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
+                lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
+                config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
+                grace=_seconds(args.shutdown_grace, "--shutdown-grace"))
+            api = kube_client(args.kubeconfig, args.context, pool_size=64)  # each watch holds one connection open
+            sidecar = Sidecar(api, ws, settings, forge=forge, notifier=notifier)
+            sidecar.server, early = early, None  # the sidecar answers the probes from now on
             try:
+                try:
+                    sidecar.start()
+                except OSError as exc:
+                    sidecar.stop()
+                    raise ConfigError(f"--listen {args.listen}: {exc.strerror or exc}") from None
                 while not stop.wait(0.5):
                     pass
             finally:
                 sidecar.stop()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    finally:
+        if early is not None:
+            early.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return EXIT_OK
 
 
@@ -504,6 +549,9 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
     installation = args.installation or default_installation(repo)
+    if args.chart_values:
+        stdout.write(installation_values(repo, installation, args.namespace))
+        return EXIT_OK
     host = host_dir(repo, installation)
     target, legacy = host / CONFIG_NAME, host / LEGACY_CONFIG_NAME
     for existing in (target, legacy):
@@ -553,6 +601,9 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
         legacy.unlink()
         stdout.write(f"removed hosts/{installation}/{LEGACY_CONFIG_NAME} (replaced by {CONFIG_NAME})\n")
     stdout.write(f"next: syncer diff {installation}  (then commit hosts/{installation}/{CONFIG_NAME})\n")
+    stdout.write(f"chart values granting exactly what this config reads (syncer init {installation} "
+                 "--chart-values prints them again):\n")
+    stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace).splitlines()))
     return EXIT_OK
 
 
@@ -574,7 +625,10 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
             return _watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
         return COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
     except SyncerError as exc:
-        stderr.write(f"syncer: error: {redact_text(exc.message, secrets)}\n")
+        message = redact_text(exc.message, secrets)
+        stderr.write(f"syncer: error: {message}\n")
+        if getattr(args, "output", None) == "json":  # a script reading stdout learns it too, as JSON
+            stdout.write(_fatal_json(args, message))
         return EXIT_ERROR
     except (MemoryError, RecursionError) as exc:  # a hostile input past every limit: still exit 2, one line
         stderr.write(f"syncer: error: input too large or too deeply nested to process ({type(exc).__name__})\n")
@@ -588,6 +642,15 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
                 os.environ.pop("SYNCER_KUSTOMIZE", None)
             else:
                 os.environ["SYNCER_KUSTOMIZE"] = kustomize
+
+
+def _fatal_json(args: argparse.Namespace, message: str) -> str:
+    """``-o json`` when nothing could be compared: the document's shape, with the error in it."""
+    import json
+
+    return json.dumps({"installation": getattr(args, "installation", None), "in_sync": None, "drifts": [],
+                       "errors": [{"file": "", "message": message}], "warnings": [], "fatal": True},
+                      indent=2) + "\n"
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,8 @@ from syncer.config import Config
 from syncer.diff import FieldDiff, align, compare
 from syncer.errors import ClusterError, ConfigError
 from syncer.history import GitHistory, GitSays, judge
-from syncer.kube import ClusterUnreachable
+from syncer.grants import unreadable_message
+from syncer.kube import ClusterUnreachable, Refused
 from syncer.manifests import GitObject, Manifests
 from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
@@ -442,6 +443,11 @@ def _store_readable(store: BaseStore | None, ref: ObjectRef) -> bool:
     return True
 
 
+def live_reads(config: Config, manifests: Manifests) -> list[ObjectRef]:
+    """The live objects a comparison reads (what syncer's Role must grant: ``syncer.grants``)."""
+    return sorted(set(_to_read(config.bound_to(endpoints.declared_services(manifests.objects)), manifests)))
+
+
 def _to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
     """The live objects ``detect`` will read: tracked ones and their candidate ConfigMaps."""
     refs = [ref for ref in manifests.objects if config.track_for(ref.kind) is not Track.IGNORE]
@@ -538,6 +544,8 @@ def detect(
     config = config.bound_to(endpoints.declared_services(manifests.objects))  # see Config.bound_to
     drifts: list[Drift] = []
     errors: list[FileError] = list(manifests.errors)
+    warnings: list[FileError] = []
+    unreadable: list[ObjectRef] = []
     checked: list[ObjectRef] = []
     cache: dict[ObjectRef, Any] = {}  # live objects read in this detection (and candidate lists, see _candidates)
     # A source whose objects are never modified (the watch cache) lets comparisons be remembered
@@ -597,6 +605,10 @@ def detect(
                 in_sync[i] = None if found else live
         except ClusterUnreachable:
             raise  # nothing can be compared
+        except Refused as exc:  # the Role lacks this object: say which grant, go on with the rest
+            unreadable.append(ref)
+            written = config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
+            (errors if written else warnings).append(FileError(obj.file, unreadable_message(ref, exc, written)))
         except ClusterError as exc:
             errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
         except ConfigError as exc:
@@ -607,4 +619,5 @@ def detect(
             errors.append(FileError(obj.file, f"{ref}: live object has an unexpected shape ({type(exc).__name__}: "
                                               f"{str(exc)[:120]})"))
     _COMPARED.served(reused)  # comparisons not made again
-    return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked))
+    return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked), tuple(warnings),
+                  tuple(unreadable))

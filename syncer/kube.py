@@ -34,12 +34,14 @@ import base64
 import heapq
 import itertools
 import json
+import logging
 import os
 import socket
 import ssl
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +60,8 @@ from syncer.model import ObjectRef
 from syncer.redact import redact_url
 
 JSON = dict[str, Any]
+
+log = logging.getLogger("syncer.kube")
 
 #: Sent on every request: the API server's audit log and its metrics name syncer by it.
 USER_AGENT = f"syncer/{__version__}"
@@ -150,6 +154,35 @@ def api_error(status: int, body: Any, what: str) -> ApiError:
         return Conflict(f"API server error on {what} ({status}): {message}", status, reason, transient=True)
     transient = status == 429 or status >= 500
     return ApiError(f"API server error on {what} ({status}): {message}", status, reason, transient=transient)
+
+
+def cause(exc: BaseException) -> str:
+    """What went wrong on the wire, in words (``connection refused``, ``cannot resolve host``,
+    ``timed out``, ``TLS: certificate verify failed``), not a class name such as NewConnectionError."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__ or getattr(current, "reason", None)
+    for err in seen:  # the most specific first (urllib3's NewConnectionError is a ConnectTimeoutError)
+        if isinstance(err, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(err, ssl.SSLCertVerificationError):
+            return f"TLS: {err.verify_message or 'certificate verify failed'}"
+        if isinstance(err, ssl.SSLError):
+            return f"TLS: {err.reason or err}"
+        if isinstance(err, socket.gaierror):
+            return f"cannot resolve the host name ({err.strerror or err})"
+        if isinstance(err, ConnectionResetError):
+            return "connection reset by the server"
+        if isinstance(err, OSError) and err.strerror and not isinstance(err, TimeoutError):
+            return err.strerror[:1].lower() + err.strerror[1:]
+    for err in seen:
+        if isinstance(err, (TimeoutError, socket.timeout, urllib3.exceptions.TimeoutError)):
+            return "timed out"
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return "the connection broke off mid-answer"
+    return type(exc).__name__
 
 
 # -- the protocol callers see ---------------------------------------------------------------
@@ -370,12 +403,13 @@ def _load_connection(kubeconfig: str | None, context: str | None) -> Connection:
     merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
     current = ""
     bases: dict[tuple[str, str], Path] = {}
+    read = 0
     for path in files:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             if kubeconfig:
-                raise ConfigError(f"kubeconfig {where}: {path}: no such file") from None
+                raise ConfigError(f"kubeconfig {where}: no such file") from None
             continue
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"kubeconfig {where}: {path}: {exc}") from None
@@ -389,6 +423,10 @@ def _load_connection(kubeconfig: str | None, context: str | None) -> Connection:
                 if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                     bases.setdefault((section, entry["name"]), path.parent)
         current = current or str(doc.get("current-context") or "")
+        read += 1
+    if not read:  # $KUBECONFIG names only files that do not exist: say that, not "no current-context"
+        raise ConfigError(f"kubeconfig {where}: no such file" + (" (none of $KUBECONFIG's files exists)"
+                                                                  if len(files) > 1 else ""))
     name = context or current
     contexts = _named(merged, "contexts", "context", where)
     if not name or name not in contexts:
@@ -520,7 +558,7 @@ class _Stream:
             fired = self._armed is not None and self._armed.fired
             raise ClusterUnreachable(
                 f"watch to {self._host} ({self._what}): " + ("budget over; reconnecting" if fired else
-                                                               f"connection lost ({type(exc).__name__})"),
+                                                               f"connection lost ({cause(exc)})"),
                 transient=True) from None
         finally:
             self._finish(clean)
@@ -547,6 +585,20 @@ class _Stream:
             pass
 
 
+_INSECURE_SAID: set[str] = set()
+
+
+def _say_insecure(host: str) -> None:
+    """``insecure-skip-tls-verify``: one log line per server and process, the way kubectl says
+    nothing per request, instead of urllib3's InsecureRequestWarning on every request (17 per
+    ``diff``, two lines each; thousands in a sidecar's log)."""
+    warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+    if host not in _INSECURE_SAID:
+        _INSECURE_SAID.add(host)
+        log.warning("TLS verification is off for the API server at %s (insecure-skip-tls-verify in the "
+                    "kubeconfig): its certificate is not checked", host)
+
+
 class KubeClient:
     """The real ``Kube``: one keep-alive connection pool to one API server."""
 
@@ -559,6 +611,8 @@ class KubeClient:
         kw: dict[str, Any] = {"maxsize": pool_size, "block": False, "retries": False,
                               "socket_options": _socket_options()}
         if parts.scheme == "https":
+            if conn.insecure:
+                _say_insecure(self.host)
             self._pool: HTTPConnectionPool = _HTTPSPool(
                 parts.hostname or "", parts.port or 443, ssl_context=_ssl_context(conn),
                 cert_reqs=ssl.CERT_NONE if conn.insecure else ssl.CERT_REQUIRED,
@@ -597,7 +651,7 @@ class KubeClient:
         if fired:
             return ClusterUnreachable(f"cannot reach the API server at {self.host} ({what}): "
                                       f"no complete answer within {budget:g}s", transient=True)
-        return ClusterUnreachable(f"cannot reach the API server at {self.host} ({what}): {type(exc).__name__}",
+        return ClusterUnreachable(f"cannot reach the API server at {self.host} ({what}): {cause(exc)}",
                                   transient=True)
 
     def _send(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any, what: str,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from syncer.errors import ClusterError, ConfigError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
 from syncer.manifests import object_ref, parse_documents
-from syncer.model import ObjectRef
+from syncer.model import ObjectRef, Result
 from syncer.normalize import LAST_APPLIED
 
 log = logging.getLogger("syncer.live")
@@ -238,3 +238,24 @@ def names_only(obj: dict[str, Any]) -> dict[str, Any]:
 def kube_api_client(kubeconfig: str | None, context: str | None) -> KubeClient:
     """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
     return kube_client(kubeconfig, context, pool_size=max(16, CONCURRENCY))
+
+
+def snapshot_note(source: LiveSource, result: Result) -> Result:
+    """``result`` with one warning when a snapshot's objects carry no ``managedFields`` and that is
+    why some direction is unknown: ``kubectl get -o yaml`` leaves them out unless given
+    ``--show-managed-fields`` (kubectl 1.21 on), and they are the base that says who moved."""
+    from dataclasses import replace
+
+    from syncer.model import Direction, FileError
+
+    if not isinstance(source, SnapshotSource):
+        return result
+    bare = sorted({str(d.ref) for d in result.drifts if d.direction is Direction.UNKNOWN
+                   and not ((source.get(d.ref) or {}).get("metadata") or {}).get("managedFields")})
+    if not bare:
+        return result
+    files = ", ".join(str(f) for f in source.files)
+    note = FileError(files, f"{files}: {len(bare)} object(s) with differences carry no managedFields, so who moved "
+                            "them (git or the cluster) and which field manager changed them is unknown; take the "
+                            "snapshot with `kubectl get -o yaml --show-managed-fields`")
+    return replace(result, warnings=result.warnings + (note,))

@@ -170,6 +170,10 @@ class Result:
     drifts: tuple[Drift, ...] = ()
     errors: tuple[FileError, ...] = ()
     checked: tuple[ObjectRef, ...] = field(default=())
+    #: Problems that cost nothing written: objects of ``report`` kinds the account may not read.
+    warnings: tuple[FileError, ...] = ()
+    #: Objects the account may not read (403), of any kind: the Role lacks their grant.
+    unreadable: tuple[ObjectRef, ...] = ()
 
     @property
     def in_sync(self) -> bool:
@@ -184,4 +188,5 @@ class Result:
             "in_sync": self.in_sync,
             "drifts": [d.to_json() for d in self.drifts],
             "errors": [e.to_json() for e in self.errors],
+            "warnings": [e.to_json() for e in self.warnings],
         }

@@ -107,7 +107,7 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         tone = {Action.WRITE: "green", Action.WAIT: "yellow", Action.REPORT: "red"}[d.action]
         head = f"  {d.path_text or '(object)'}: {d.detail}" + (f"  ({d.file})" if mixed else "")
         out.append(escape.line(head))  # live-sourced: no ANSI escapes, no forged lines
-        who = f" by {d.manager}" if d.manager else ""
+        who = f" by field manager {d.manager}" if d.manager else ""  # managedFields' manager, e.g. kubectl-edit
         when = f" at {d.changed_at}" if d.changed_at else ""
         out.append(_paint(escape.line(
             f"      {d.cls.value}, {d.direction.value} moved{who}{when} -> {d.action.value}: {d.reason}"), tone, color))
@@ -116,6 +116,8 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
                               "dim", color))
         if d.base_note:
             out.append(_paint(escape.line(f"      note: {d.base_note}"), "yellow", color))
+    for warn in result.warnings:
+        out.append(_paint(escape.line(f"warning: {warn.message}"), "yellow", color))
     for err in result.errors:
         out.append(_paint(escape.line(f"error: {err.message}"), "red", color))
     if file_diffs:
@@ -214,7 +216,7 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         f"The live cluster and git disagree for installation **{result.installation}**. "
         f"This pull request copies {len(written)} live value(s) back into git.",
         "",
-        "| object | file | field | git | live | class | direction | base | changed by | changed at |",
+        "| object | file | field | git | live | class | direction | base | field manager | changed at |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     created = [d for d in written if d.cls is DriftClass.UNTRACKED]

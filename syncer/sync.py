@@ -127,14 +127,14 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
     if not isinstance(source, untracked.Lister):
         return replace(result, errors=result.errors + (FileError(
             config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
-    lister = untracked.WarnOnRefusal(source)
+    lister = untracked.WarnOnRefusal(source, config.source)
     found = untracked.find(config, loaded.manifests.objects, lister)
     if loaded.manifests.source_map is not None:  # kustomize renders only what its resources list
         found = [replace(d, action=Action.REPORT, file="",
                          reason=d.reason.replace("; proposed as a new file", "") +
                          "; not proposed: kustomize renders only what the kustomization lists (add it there)")
                  if d.action is Action.WRITE else d for d in found]
-    return replace(result, drifts=result.drifts + tuple(found))
+    return replace(result, drifts=result.drifts + tuple(found), warnings=result.warnings + tuple(lister.warnings))
 
 
 def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],

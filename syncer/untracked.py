@@ -366,20 +366,24 @@ def render(obj: JSON) -> str:
     return text
 
 class WarnOnRefusal:
-    """A ``Lister`` whose 403s are one warning naming the grant (the rest is still listed)."""
+    """A ``Lister`` whose 403s become one warning each, naming the grant (the rest is still listed)."""
 
-    def __init__(self, inner: Lister) -> None:
+    def __init__(self, inner: Lister, where: str) -> None:
         self.inner = inner
+        self.where = where
+        self.warnings: list[FileError] = []
 
     def list_objects(self, api_version: str, kind: str, namespace: str) -> list[JSON]:
         try:
             return self.inner.list_objects(api_version, kind, namespace)
         except Refused as exc:
+            message = (f"untracked: cannot list {kind} in {namespace} ({exc.message}): grant list on it to see the "
+                       "objects created there live (chart: untracked.enabled=true, untracked.resources)")
             key = (kind, namespace)
-            if key not in _warned:
+            if key not in _warned:  # the sidecar lists at every pass: the log says it once
                 _warned.add(key)
-                log.warning("untracked: cannot list %s in %s (%s): grant list on it to see the objects created "
-                            "there live (chart: untracked.enabled=true)", kind, namespace, exc.message)
+                log.warning("%s", message)
+            self.warnings.append(FileError(self.where, message))
             return []
 
 

@@ -45,3 +45,19 @@ def asgard_repo(tmp_path: Path) -> Path:
 
 
 from tests.fakes.kube_api import fake_kube_fixture  # noqa: E402,F401  (registers the ``fake_kube`` fixture)
+
+
+_SKIP_SITES: dict[str, tuple[str, int]] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Skips with the same reason (``helm is not on PATH``, ``kubectl ... dispatcher``) are one
+    line in the ``-ra`` summary, not one per test: every such report names the first place that
+    reason was seen, which is what pytest folds them by."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        path, lineno, reason = report.longrepr
+        first = _SKIP_SITES.setdefault(str(reason), (str(path), int(lineno or 0)))
+        report.longrepr = (first[0], first[1], reason)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -24,6 +25,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from syncer.grants import CHART_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "syncer"
@@ -230,7 +233,10 @@ def test_role_is_least_privilege(scenario: Path) -> None:
     if values["tracked"]["endpoints"]:
         tracked[("", "endpoints")] = set(values["tracked"]["endpoints"])
     for extra in values["tracked"]["extra"]:
-        tracked[(extra["apiGroup"], extra["resource"])] = set(extra["names"])
+        tracked.setdefault((extra["apiGroup"], extra["resource"]), set()).update(extra["names"])
+    for kind, names in (values["tracked"].get("kinds") or {}).items():
+        if names:
+            tracked.setdefault(CHART_KINDS[kind], set()).update(names)
 
     seen_reads: dict[tuple[str, str], set[str]] = {}
     others = []
@@ -243,7 +249,7 @@ def test_role_is_least_privilege(scenario: Path) -> None:
         if set(rule["verbs"]) <= READ_VERBS:
             assert set(rule["verbs"]) == READ_VERBS
             assert rule.get("resourceNames"), f"read rule without resourceNames: {rule}"
-            seen_reads[(group, resource)] = set(rule["resourceNames"])
+            seen_reads.setdefault((group, resource), set()).update(rule["resourceNames"])
         else:
             others.append((group, resource, tuple(sorted(rule["verbs"])), tuple(rule.get("resourceNames", []))))
     assert seen_reads == tracked
@@ -578,6 +584,8 @@ def test_invalid_values_are_rejected(values: Path, helm: str) -> None:
         (("sync.forge=bitbucket",), "forge"),
         (("mode=daemon",), "mode"),
         (("tracked.endpoints[0]=Mac_Ollama",), "endpoints"),
+        (("tracked.kinds.Widget[0]=x",), 'Property name of "Widget" does not match'),
+        (("tracked.kinds.Service[0]=Mac_Ollama",), "tracked.kinds.Service"),
         (("replicaCount=2",), "leaderElection.enabled"),
         (("credentials.gitAuth=ssh",), "gitAuth is ssh"),
         (("mode=sidecar", "networkPolicy.enabled=true"), "standalone mode only"),
@@ -592,3 +600,44 @@ def test_invalid_values_are_rejected(values: Path, helm: str) -> None:
 def test_bad_values_fail_with_a_clear_message(sets: tuple[str, ...], message: str, helm: str) -> None:
     stderr = render_fails(CHART / "ci" / "standalone-values.yaml", *sets)
     assert message in stderr, stderr
+
+
+def test_chart_kind_table_is_the_one_syncer_names_grants_from() -> None:
+    """``tracked.kinds`` in the chart and ``syncer.grants`` (the 403 hint, ``init --chart-values``)
+    map each kind to the same API group and resource."""
+    helpers = (CHART / "templates" / "_helpers.tpl").read_text()
+    body = helpers.split('{{- define "syncer.kindResources" -}}', 1)[1].split("{{- end }}", 1)[0]
+    assert {k: tuple(v) for k, v in json.loads(body).items()} == CHART_KINDS
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert sorted(schema["properties"]["tracked"]["properties"]["kinds"]["propertyNames"]["enum"]) == sorted(CHART_KINDS)
+
+
+def test_init_chart_values_grant_exactly_what_the_config_reads(helm: str, tmp_path: Path) -> None:
+    """The values `syncer init asgard --chart-values` prints make a Role that can read every
+    object the asgard config reads, and nothing else."""
+    import io
+
+    from syncer.cli import main
+    from syncer.engine import live_reads
+    from syncer.sync import load_installation
+
+    out = io.StringIO()
+    assert main(["init", "asgard", "--repo", str(ROOT), "--chart-values"], stdout=out) == 0
+    values = tmp_path / "tracked.yaml"
+    values.write_text(out.getvalue())
+    base = yaml.safe_load((CHART / "ci" / "standalone-values.yaml").read_text())
+    base["tracked"] = {"configMaps": [], "endpoints": [], "extra": []}
+    plain = tmp_path / "base.yaml"
+    plain.write_text(yaml.safe_dump(base))
+    args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(plain), "-f", str(values)]
+    proc = _run_helm(*args)
+    assert proc.returncode == 0, proc.stderr
+    role = one([d for d in yaml.safe_load_all(proc.stdout) if d], "Role")
+    granted = {(g, r, n) for rule in role["rules"] if set(rule["verbs"]) == READ_VERBS
+               for g in rule["apiGroups"] for r in rule["resources"] for n in rule["resourceNames"]}
+    loaded = load_installation(ROOT, "asgard")
+    wanted = set()
+    for ref in live_reads(loaded.config, loaded.manifests):
+        group, resource = CHART_KINDS[ref.kind]
+        wanted.add((group, resource, ref.name))
+    assert granted == wanted

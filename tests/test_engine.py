@@ -217,6 +217,6 @@ def test_the_deciding_base_and_a_set_aside_annotation_are_in_every_output(live: 
     assert (item["base"], item["base_note"]) == ("ownership", note)
     assert {i["base"] for i in json.loads(render_json(result))["drifts"] if i["kind"] == "Endpoints"} == {"last-applied"}
     body = pr_body(result, result.writable(), "syncer diff asgard")
-    assert "| direction | base | changed by |" in body
+    assert "| direction | base | field manager |" in body
     assert "| value | cluster | ownership | kubectl-edit |" in body
     assert f"- ⚠️ ConfigMap/ai/ollama-endpoint-manager: {note}" in body

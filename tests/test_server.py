@@ -60,6 +60,29 @@ def test_readyz_follows_the_api_server_and_the_git_remote(agreed: Path, fake: Fa
         proxy.cut()
 
 
+def test_api_server_down_at_start_is_not_ready_then_ready_never_an_exit(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
+    """The API server is not there when the sidecar starts: start() returns (no StartupError),
+    /healthz 200, /readyz 503 naming the API server; once it answers, the sidecar is ready."""
+    seed(fake, agreed)
+    proxy = TcpProxy(int(fake.url.rsplit(":", 1)[1])).start()
+    api = api_client(fake, tmp_path, proxy.url)
+    proxy.cut()  # down before the first request
+    sc = sidecar(fake, agreed, tmp_path, api=api, mode=Mode.DRY_RUN, listen=LOCAL, debounce=0.1, retry_base=0.1,
+                 startup_timeout=1.0).start()
+    assert sc.server is not None
+    base = f"http://127.0.0.1:{sc.server.port}"
+    try:
+        down = get(f"{base}/readyz")
+        assert down.status_code == 503 and "API server: " in down.text, down.text
+        assert get(f"{base}/healthz").status_code == 200
+        proxy.start()
+        wait_for(lambda: get(f"{base}/readyz").status_code == 200, timeout=30, what="ready once the API answers")
+    finally:
+        sc.stop()
+        proxy.cut()
+
+
 def test_metrics_parse_and_show_the_drift(asgard_repo: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
     seed(fake, asgard_repo)
     live_like_example(fake)  # git is stale: the example's real drift

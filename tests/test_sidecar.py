@@ -461,24 +461,63 @@ def test_two_replicas_with_leader_election_make_one_commit(agreed: Path, fake: F
     assert lease is not None and lease["spec"]["leaseTransitions"] >= 1
 
 
-def test_missing_watch_permission_is_a_startup_error_naming_verb_and_resource(
-        agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
+def test_objects_the_role_does_not_grant_are_one_warning_each_and_the_rest_syncs(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The chart's Role without the report kinds (Service, Deployment, ...): the sidecar starts,
+    is ready, says once per object which grant is missing, counts the gap per kind, and still
+    copies a ConfigMap edit back."""
     seed(fake, agreed)
-    fake.forbid("watch", "endpoints")
-    sc = sidecar(fake, agreed, tmp_path)
-    with pytest.raises(StartupError) as err:
+    fake.forbid("watch", "services")
+    fake.forbid("list", "deployments.apps")
+    sc = sidecar(fake, agreed, tmp_path, debounce=0.1, listen=("127.0.0.1", 0))
+    with caplog.at_level("DEBUG", logger="syncer"):
         sc.start()
-    assert 'cannot watch resource "endpoints"' in err.value.message
-    assert "Endpoints/ai/mac-ollama" in err.value.message
+        try:
+            base = f"http://127.0.0.1:{sc.server.port if sc.server else 0}"
+            wait_for(lambda: sc.loop.passes >= 1, what="the first pass")
+            fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "45"}}, manager="kubectl-edit")
+            wait_for(lambda: len(origin_commits(agreed)) == 3, what="the ConfigMap edit committed")
+            ready = httpx.get(base + "/readyz")
+            metrics = httpx.get(base + "/metrics").text
+            time.sleep(0.5)  # refused watches keep retrying (backoff 0.05-0.2 s): no more warnings
+        finally:
+            sc.stop()
+    assert ready.status_code == 200, ready.text
+    assert 'syncer_unreadable_objects{installation="asgard",kind="Service"} 2.0' in metrics
+    assert 'syncer_unreadable_objects{installation="asgard",kind="Deployment"} 1.0' in metrics
+    said = [(r.levelname, str(getattr(r, "syncer_fields", {}).get("error", ""))) for r in caplog.records]
+    warned = [text for level, text in said if level == "WARNING" and "may not read" in text]
+    assert len(warned) == 3, warned  # two Services, one Deployment: once each, not per retry
+    assert any("Service/ai/mac-ollama" in w and "tracked.kinds.Service" in w for w in warned)
+    assert any("Deployment/ai/ollama-endpoint-manager" in w and "tracked.kinds.Deployment" in w for w in warned)
+    assert not [text for level, text in said if level == "ERROR"]
 
-    # Through the command line: exit 2, one line on stderr.
-    out, errs = io.StringIO(), io.StringIO()
-    code = main(["run", "asgard", "--remote", str(origin(agreed)), "--kubeconfig", str(kubeconfig(fake, tmp_path)),
-                 "--listen", "127.0.0.1:0", "--clone-dir", str(tmp_path / "cli-clone"), "--mode", "commit"],
-                stdout=out, stderr=errs)
-    assert code == 2
-    assert errs.getvalue().count("\n") == 1 and errs.getvalue().startswith("syncer: error: missing permission")
-    assert 'cannot watch resource "endpoints" in API group "" in the namespace "ai"' in errs.getvalue()
+
+def test_an_event_and_what_the_pass_decided_for_it_are_a_few_log_lines(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    seed(fake, agreed)
+    sc = sidecar(fake, agreed, tmp_path, debounce=0.1)
+    with caplog.at_level("INFO", logger="syncer"):
+        sc.start()
+        try:
+            wait_for(lambda: sc.loop.last is not None and sc.loop._since is not None, what="the first pass")
+            first = len(caplog.records)
+            fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "45"}}, manager="kubectl-edit")
+            wait_for(lambda: len(origin_commits(agreed)) == 3, what="the ConfigMap edit committed")
+            wait_for(lambda: any(r.getMessage() == "decided" for r in caplog.records[first:]), what="the decision")
+            set_endpoints(fake, "mac-ollama", "100.115.97.90", datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+            wait_for(lambda: sum(r.getMessage() == "decided" for r in caplog.records[first:]) >= 2,
+                     what="the Endpoints decision")
+        finally:
+            sc.stop()
+    lines = [(r.getMessage(), str(getattr(r, "syncer_object", "")), getattr(r, "syncer_fields", {}))
+             for r in caplog.records[first:]]
+    events = [(obj, f.get("type"), f.get("manager")) for msg, obj, f in lines if msg == "event"]
+    assert ("ConfigMap/ai/ollama-endpoint-manager", "MODIFIED", "kubectl-edit") in events
+    decided = [(obj, f["decision"]) for msg, obj, f in lines if msg == "decided"]
+    assert decided[0] == ("ConfigMap/ai/ollama-endpoint-manager", "written to git")
+    assert decided[1][0] == "Endpoints/ai/mac-ollama" and decided[1][1].startswith("held until 20"), decided
+    assert len(decided) == 2  # the objects nobody touched get no line
 
 
 def test_missing_state_permission_is_probed_with_a_dry_run(agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
@@ -544,6 +583,55 @@ def test_sigterm_mid_sync_exits_quickly_and_leaves_the_remote_consistent(
         ahead = git(origin(agreed), "log", "--format=%an", "main..syncer/asgard").splitlines()
         assert ahead == ["syncer"]
         assert git(origin(agreed), "merge-base", "main", "syncer/asgard") == git(origin(agreed), "rev-parse", "main")
+
+
+def test_unreachable_git_remote_at_start_is_not_ready_and_retried_never_an_exit(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
+    """`syncer run` whose remote is not there yet: /healthz 200, /readyz 503 naming the remote,
+    a log line per attempt, and once the remote appears it clones and becomes ready."""
+    seed(fake, agreed)
+    later = tmp_path / "later.git"  # the remote, absent at start
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    cmd = [sys.executable, "-m", "syncer.cli", "run", "asgard", "--remote", str(later), "--base-branch", "main",
+           "--kubeconfig", str(kubeconfig(fake, tmp_path)), "--listen", f"127.0.0.1:{port}",
+           "--clone-dir", str(tmp_path / "run-clone"), "--mode", "commit", "--log-format", "json", "--debounce", "0.2"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str) -> httpx.Response | None:
+        try:
+            return httpx.get(base + path, timeout=2)
+        except httpx.TransportError:
+            return None
+
+    try:
+        def answered() -> httpx.Response | None:
+            assert proc.poll() is None, proc.communicate()
+            return get("/readyz")
+
+        first = wait_for(lambda: (r := answered()) is not None and "failed" in r.text and r, timeout=30,
+                         what="the probes to answer with the failed attempt")
+        assert first.status_code == 503 and "starting: cloning the git remote failed" in first.text, first.text
+        health = get("/healthz")
+        assert health is not None and health.status_code == 200
+        time.sleep(3.5)  # backoff 1 s, 2 s: a few attempts, still running
+        assert proc.poll() is None
+        git(tmp_path, "clone", "-q", "--bare", str(origin(agreed)), str(later))
+        ready = wait_for(lambda: (r := get("/readyz")) is not None and r.status_code == 200 and r, timeout=40,
+                         what="ready once the remote exists")
+        assert ready.text == "ok\n"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=15)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, stderr
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    retries = [line for line in lines if line["msg"].startswith("cloning the git remote failed; not ready, retrying")]
+    assert 2 <= len(retries) <= 6, [line["msg"] for line in lines]
 
 
 def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -193,3 +193,30 @@ def test_the_pr_lists_created_objects_apart_and_never_a_secret_value(tmp_path: P
     assert "| Service/ns/incident-proxy |" not in body  # not a row of the value table
     message = commit_message("t", written)
     assert "created live, not in git: written as a new file by kubectl-create at 2026-11-30T08:00:00Z" in message
+
+
+def test_a_kind_the_account_may_not_list_is_one_warning_naming_the_grant(tmp_path: Path) -> None:
+    from syncer.kube import Refused
+    from syncer.sync import Loaded, with_untracked
+    from syncer.manifests import Manifests
+    from syncer.model import Result
+
+    class Partial:
+        def describe(self) -> str:
+            return "test"
+
+        def get(self, ref: ObjectRef) -> None:
+            return None
+
+        def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
+            if kind == "Secret":
+                raise Refused("secrets is forbidden: cannot list resource \"secrets\"", 403)
+            return [_obj(kind, "made-live")]
+
+    config = _cfg("untracked: report\n")
+    out = with_untracked(Loaded(config, Manifests({}, ())), Result("t"), Partial())
+    assert [(d.ref.kind, d.ref.name) for d in out.drifts] == [("ConfigMap", "made-live")]
+    assert [w.message for w in out.warnings] == [
+        "untracked: cannot list Secret in ns (secrets is forbidden: cannot list resource \"secrets\"): grant list on "
+        "it to see the objects created there live (chart: untracked.enabled=true, untracked.resources)"]
+    assert out.errors == ()

@@ -3,8 +3,9 @@
 The CLI builds the real clients (Kubernetes ``ApiClient``, git ``Workspace``, forge,
 notifier) and hands them to ``Sidecar``; tests hand it clients pointed at loopback fakes.
 
-Start: probe every permission once with the real request (a 403 is a startup error naming
-verb and resource), list and watch every tracked object, take part in leader election,
+Start: probe the state-record and Lease permissions once with the real request (a 403 is a
+startup error naming verb and resource), list and watch every tracked object (one it may not
+read is a warning naming the grant, and a gap in ``syncer_unreadable_objects``; the rest goes on), take part in leader election,
 serve HTTP, watch the ``--config`` directory, run the loop.
 
 Stop (SIGTERM): stop the watches, let the current pass finish for up to ``grace`` seconds,
@@ -205,16 +206,18 @@ class Sidecar:
     def start(self, run_loop: bool = True) -> "Sidecar":
         """Start everything; ``run_loop=False`` leaves the loop to the caller's ``loop.step()``."""
         s = self.settings
+        if self.server is not None:  # `syncer run` served the probes while it cloned: take that server over
+            self.server.health, self.server.metrics = self.health, self.metrics
         self.check_permissions()
         self.watches.reconcile(self.refs)
-        refused = [e.message for e in self.watches.wait_first(s.startup_timeout)]
-        if refused:
-            self.watches.stop()
-            raise StartupError("missing permission (fix the Role): " + "; ".join(refused))
+        refused = self.watches.wait_first(s.startup_timeout)
+        if refused:  # each named once by its watcher; the rest of the installation goes on
+            event(log, logging.WARNING, f"{len(refused)} tracked object(s) not readable by this account; syncing "
+                  "the rest (see syncer_unreadable_objects)", objects=len(self.refs))
         if self.elector is not None:
             self.elector.try_acquire_or_renew()
             self.elector.start()
-        if s.listen is not None:
+        if s.listen is not None and self.server is None:
             self.server = StatusServer(s.listen[0], s.listen[1], self.health, self.metrics).start()
         if self.override is not None and s.config_file is not None:
             self.dirwatch = DirWatcher(s.config_file.parent, self._config_changed).start()

@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from syncer.errors import ClusterError
+from syncer.kube import Refused
 from syncer.model import ObjectRef
 from syncer.normalize import normalize
 
@@ -42,6 +43,7 @@ class _Entry:
     changed_at: float = 0.0  # clock time the compared content last changed
     down_since: float | None = None  # stream broken since
     error: str | None = None  # permanent problem (403, kind not served)
+    status: int | None = None  # the API status of ``error`` (401/403: the Role lacks the object)
 
 
 def _digest(obj: dict[str, Any] | None) -> str:
@@ -90,8 +92,9 @@ class LiveCache:
             if self._entries.pop(ref, None) is not None:
                 self._forgotten += 1
 
-    def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> None:
-        """The object as listed or watched (``None``: it does not exist)."""
+    def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> bool:
+        """The object as listed or watched (``None``: it does not exist); True when what is
+        compared changed."""
         digest = _digest(obj)
         now = self.clock()
         with self._lock:
@@ -104,6 +107,7 @@ class LiveCache:
             self._reached(now)
         if changed:
             self.on_change()
+        return changed
 
     def stream_up(self, ref: ObjectRef) -> None:
         with self._lock:
@@ -117,12 +121,14 @@ class LiveCache:
             if entry.down_since is None:
                 entry.down_since = self.clock()
 
-    def fail(self, ref: ObjectRef, message: str) -> None:
-        """A problem a retry will not fix by itself (403, kind not served)."""
+    def fail(self, ref: ObjectRef, message: str, status: int | None = None) -> None:
+        """A problem a retry will not fix by itself (403, kind not served); ``status`` 401/403
+        makes ``get`` raise ``Refused`` (the Role lacks the object), anything else ClusterError."""
         with self._lock:
             entry = self._entries.setdefault(ref, _Entry())
             changed = entry.error != message
             entry.error = message
+            entry.status = status
             if changed:
                 self._dirty(self.clock())
         if changed:
@@ -164,6 +170,8 @@ class LiveCache:
             if entry is None:
                 raise ClusterError(f"{ref} is not watched", transient=True)
             if entry.error is not None:
+                if entry.status in (401, 403):
+                    raise Refused(entry.error, entry.status, transient=False)
                 raise ClusterError(entry.error, transient=False)
             if entry.digest is None:
                 raise ClusterError(f"{ref}: not listed yet; compared at the next pass", transient=True)

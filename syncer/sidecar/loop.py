@@ -45,6 +45,7 @@ from syncer.gitrepo import Workspace
 from syncer.logs import event
 from syncer.memo import IdentityMemo
 from syncer.model import ObjectRef, Track
+from syncer.sidecar.decisions import log_decisions
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.passes import PassReport, PassRunner
@@ -120,6 +121,8 @@ class Loop:
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
+        self._warnings: set[str] = set()
+        self._since: dict[ObjectRef, datetime] | None = None  # change times the previous pass saw
         self.last: PassReport | None = None
         self.passes = 0
 
@@ -208,6 +211,11 @@ class Loop:
                 event(log, logging.ERROR, "cannot load the installation after the pass", error=exc.message)
                 return
         self.schedule.wait_for(stable_deadline(result.drifts, loaded.config.stable_for, since, self.clock()))
+        if self._since is not None:  # not the first pass: it handled every object, no event
+            log_decisions([r for r, t in since.items() if self._since.get(r) != t], result, out.written,
+                          committing=self.settings.mode is Mode.COMMIT, stable_for=loaded.config.stable_for,
+                          since=since)
+        self._since = since
         if report.leader and self.store is not None:
             self._record_agreement(out, loaded)
             if out.commit is not None and self.settings.mode is Mode.COMMIT:
@@ -228,6 +236,10 @@ class Loop:
         for message in sorted(errors - self._errors):
             event(log, logging.ERROR, "cannot compare", error=message)
         self._errors = errors
+        warnings = {e.message for e in result.warnings}
+        for message in sorted(warnings - self._warnings):
+            event(log, logging.WARNING, "cannot compare", error=message)
+        self._warnings = warnings
         for message in out.messages:
             event(log, logging.INFO, message)
 

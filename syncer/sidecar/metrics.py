@@ -12,7 +12,8 @@ Names are part of the product contract (SPEC §3):
     syncer_pull_request_open{installation}               1 while syncer's PR (or branch) is open
     syncer_watch_restarts_total                          watch streams re-established after an error
 
-plus ``syncer_failing_objects{installation}`` (objects or files that could not be compared in
+plus ``syncer_unreadable_objects{installation,kind}`` (tracked objects the account may not
+read: the Role lacks their grant), ``syncer_failing_objects{installation}`` (objects or files that could not be compared in
 the latest pass: a hostile or broken object costs only itself, and this says so),
 ``syncer_leader{installation}``, ``syncer_outages_total{installation}`` and
 ``syncer_passes_total{installation,result}``.
@@ -65,7 +66,11 @@ class Metrics:
             self.drift_objects.labels(installation, cls.value).set(0)
         self.pr_open.labels(installation).set(0)
         self.failing.labels(installation).set(0)
+        self.unreadable = Gauge("syncer_unreadable_objects",
+                                "Tracked objects this account may not read (403), per kind: a grant missing "
+                                "from the Role (the log names it).", ["installation", "kind"], registry=r)
         self._aged: set[tuple[str, str]] = set()
+        self._unreadable_kinds: set[str] = set()
 
     def error(self, stage: str) -> None:
         self.sync_errors.labels(stage).inc()
@@ -73,6 +78,14 @@ class Metrics:
     def observe(self, result: Result, now: datetime, observed_since: Mapping[ObjectRef, datetime]) -> None:
         """Drift gauges from one pass's ``result``; objects no longer drifting drop out."""
         self.failing.labels(self.installation).set(len(result.errors))
+        kinds: dict[str, int] = {}
+        for ref in result.unreadable:
+            kinds[ref.kind] = kinds.get(ref.kind, 0) + 1
+        for kind in self._unreadable_kinds - set(kinds):
+            self.unreadable.labels(self.installation, kind).set(0)  # granted since: back to 0, not gone
+        for kind, count in kinds.items():
+            self.unreadable.labels(self.installation, kind).set(count)
+        self._unreadable_kinds |= set(kinds)
         if result.errors:
             self.error("object")
         classes: dict[DriftClass, set[ObjectRef]] = {cls: set() for cls in DriftClass}

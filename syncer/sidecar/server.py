@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -192,11 +192,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class Probes(Protocol):
+    """What the server asks for ``/healthz`` and ``/readyz``: ``Health``, or ``StartingHealth``
+    while the sidecar is still starting (syncer/sidecar/starting.py)."""
+
+    def healthz(self) -> tuple[bool, str]: ...
+
+    def readyz(self) -> tuple[bool, str]: ...
+
+
 class StatusServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, host: str, port: int, health: Health, metrics: Metrics,
+    def __init__(self, host: str, port: int, health: Probes, metrics: Metrics,
                  max_workers: int = MAX_WORKERS, request_deadline: float = REQUEST_DEADLINE) -> None:
         if ":" in host:
             self.address_family = socket.AF_INET6

@@ -150,6 +150,14 @@ def stream(api: Kube, target: Target, rv: str, settings: WatchSettings,
             chunks.close()  # hands the connection back
 
 
+def last_manager(obj: JSON) -> str | None:
+    """The field manager of the newest ``managedFields`` entry (who made this change, as far as
+    the server says)."""
+    entries = [e for e in (obj.get("metadata") or {}).get("managedFields") or [] if isinstance(e, dict)]
+    newest = max(entries, key=lambda e: str(e.get("time") or ""), default=None)
+    return str(newest.get("manager")) if newest and newest.get("manager") else None
+
+
 class ObjectWatcher:
     """Keeps one object current in the cache, forever (until ``stop``)."""
 
@@ -202,8 +210,9 @@ class ObjectWatcher:
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
                     failures = 0
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    if etype != "BOOKMARK":
-                        self.cache.put(self.ref, None if etype == "DELETED" else obj)
+                    if etype != "BOOKMARK" and self.cache.put(self.ref, None if etype == "DELETED" else obj):
+                        # a change arrived (not a re-list): the pass that handles it says what it decided
+                        event(log, logging.INFO, "event", ref=self.ref, type=etype, manager=last_manager(obj))
                     self.cache.api_reached()
                 continue  # the server closed the watch after timeoutSeconds: go on from rv
             except Gone as exc:
@@ -233,7 +242,7 @@ class ObjectWatcher:
             return
         self.on_error()
         if status in (401, 403) or not error.transient:
-            self.cache.fail(self.ref, error.message)
+            self.cache.fail(self.ref, error.message, status)
             if isinstance(error, ApiError) and status in (401, 403) and not self.first.is_set():
                 self.first_error = error
         else:
@@ -243,6 +252,10 @@ class ObjectWatcher:
         else:  # it answered (403, 404): reachable, this object has a problem of its own
             self.cache.api_reached()
         self.first.set()
+        if status in (401, 403):  # retried quietly (a grant added later is picked up); the pass
+            # that cannot compare it says so once, naming the grant (Loop._log_outcome)
+            event(log, logging.DEBUG, "cannot read; retrying with backoff", ref=self.ref, error=error.message)
+            return
         event(log, logging.WARNING, "watch failed; reconnecting", ref=self.ref, error=error.message)
 
 
@@ -259,6 +272,7 @@ class WatchSet:
     def reconcile(self, refs: Iterable[ObjectRef]) -> None:
         """Start watching new ``refs``, stop watching the ones no longer wanted."""
         wanted = set(refs)
+        failed: list[tuple[ObjectRef, str]] = []
         with self._lock:
             for ref in sorted(set(self.watchers) - wanted):
                 self.watchers.pop(ref).stop()
@@ -268,11 +282,15 @@ class WatchSet:
                     target = target_for(self.api, ref)
                 except ClusterError as exc:  # discovery failed: try again at the next reconcile
                     self.cache.fail(ref, exc.message)
-                    event(log, logging.WARNING, "cannot watch", ref=ref, error=exc.message)
+                    failed.append((ref, exc.message))
                     continue
                 self.cache.expect(ref)
                 self.watchers[ref] = ObjectWatcher(self.api, target, self.cache, self.settings,
                                                    on_restart=self.on_restart, on_error=self.on_error).start()
+        if failed:  # one line, not one per object (an API server down at start: every object fails alike)
+            ref, message = failed[0]
+            event(log, logging.WARNING, "cannot watch" + (f" {len(failed)} objects; the first" if len(failed) > 1
+                                                          else ""), ref=ref, error=message)
 
     def wait_first(self, timeout: float) -> list[ApiError]:
         """Wait for every watcher's first answer; the refusals (401/403) among them."""

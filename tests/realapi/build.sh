@@ -74,7 +74,10 @@ fi
 for f in /usr/bin/etcd /usr/bin/etcdctl /usr/bin/go /usr/bin/openssl "$REFLECT2_SRC/reflect2.go"; do
     [ -e "$f" ] || die "$f is missing after installing packages"
 done
-log "etcd: $(/usr/bin/etcd --version 2>/dev/null | head -n1); go: $(go version)"
+# First line without `| head -n1`: head exits early, etcd gets SIGPIPE (141), and pipefail + the
+# ERR trap printed a "FAILED" line on every green run.
+etcd_version=$(/usr/bin/etcd --version 2>/dev/null || true)
+log "etcd: ${etcd_version%%$'\n'*}; go: $(go version)"
 
 # ---------------------------------------------------------------- reuse? ----
 if [ -x "$OUT_BIN" ] && "$OUT_BIN" --version >/dev/null 2>&1; then

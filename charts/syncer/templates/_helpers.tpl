@@ -99,6 +99,14 @@ Checks that span several values, which the JSON schema cannot express.
 Included by every template that renders something, so `helm template`,
 `helm lint` and `helm install` all fail with the same message.
 */}}
+{{/*
+Kinds `tracked.kinds` may name: Kind -> [API group, resource]. The same table as
+CHART_KINDS in syncer/grants.py (tests/test_chart.py checks they agree).
+*/}}
+{{- define "syncer.kindResources" -}}
+{"ConfigMap": ["", "configmaps"], "CronJob": ["batch", "cronjobs"], "DaemonSet": ["apps", "daemonsets"], "Deployment": ["apps", "deployments"], "EndpointSlice": ["discovery.k8s.io", "endpointslices"], "Endpoints": ["", "endpoints"], "HorizontalPodAutoscaler": ["autoscaling", "horizontalpodautoscalers"], "Ingress": ["networking.k8s.io", "ingresses"], "Job": ["batch", "jobs"], "NetworkPolicy": ["networking.k8s.io", "networkpolicies"], "PersistentVolumeClaim": ["", "persistentvolumeclaims"], "Pod": ["", "pods"], "PodDisruptionBudget": ["policy", "poddisruptionbudgets"], "Role": ["rbac.authorization.k8s.io", "roles"], "RoleBinding": ["rbac.authorization.k8s.io", "rolebindings"], "Secret": ["", "secrets"], "Service": ["", "services"], "ServiceAccount": ["", "serviceaccounts"], "StatefulSet": ["apps", "statefulsets"]}
+{{- end }}
+
 {{- define "syncer.validate" -}}
 {{- $_ := required "installation is required: the directory hosts/<installation>/ syncer keeps in sync" .Values.installation }}
 {{- $_ = required "sync.remote is required: the git URL syncer clones from and pushes to" .Values.sync.remote }}
@@ -133,8 +141,16 @@ Included by every template that renders something, so `helm template`,
 {{- if and (eq .Values.mode "sidecar") (empty .Values.sidecar.deploymentName) }}
 {{- fail "sidecar.deploymentName is required in sidecar mode: the reconciler Deployment the patch is for" }}
 {{- end }}
-{{- if empty (concat .Values.tracked.configMaps .Values.tracked.endpoints .Values.tracked.extra) }}
-{{- fail "tracked lists no object: set tracked.configMaps, tracked.endpoints or tracked.extra to the objects syncer keeps in sync" }}
+{{- $byKind := list }}
+{{- $table := include "syncer.kindResources" . | fromJson }}
+{{- range $kind, $names := (.Values.tracked.kinds | default dict) }}
+{{- if not (hasKey $table $kind) }}
+{{- fail (printf "tracked.kinds.%s: not a kind the chart knows (%s); list it in tracked.extra with its apiGroup and resource" $kind (keys $table | sortAlpha | join ", ")) }}
+{{- end }}
+{{- $byKind = concat $byKind $names }}
+{{- end }}
+{{- if empty (concat .Values.tracked.configMaps .Values.tracked.endpoints .Values.tracked.extra $byKind) }}
+{{- fail "tracked lists no object: set tracked.kinds (`syncer init --chart-values` prints it), tracked.configMaps, tracked.endpoints or tracked.extra to the objects syncer keeps in sync" }}
 {{- end }}
 {{- $managed := list "HOME" "GIT_SSH_COMMAND" "SYNCER_MODE" "SYNCER_FORGE" "SYNCER_FORGE_URL" "SYNCER_FORGE_REPO" "SYNCER_REMOTE" "SYNCER_BASE_BRANCH" "SYNCER_TOKEN_FILE" "SYNCER_GIT_TOKEN_FILE" "SYNCER_GITHUB_APP_ID" "SYNCER_GITHUB_APP_KEY_FILE" "SYNCER_GITHUB_APP_INSTALLATION_ID" "SYNCER_CLONE_DIR" "SYNCER_LOG_FORMAT" "SYNCER_RESYNC_INTERVAL" "SYNCER_STATE_CONFIGMAP" "SYNCER_LEADER_ELECT" "SYNCER_LEASE_NAME" "SYNCER_LEASE_DURATION" "SYNCER_LISTEN" }}
 {{- range .Values.extraEnv }}

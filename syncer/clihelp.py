@@ -1,0 +1,62 @@
+"""``--help`` of the subcommands: a description first, and each option's default.
+
+argparse's ``ArgumentDefaultsHelpFormatter`` would print ``(default: None)`` for every unset
+flag; ``Help`` shows a default only when there is one, before the ``[env SYNCER_...]`` twin,
+and asks ``syncer run``'s settings for the defaults its flags leave unset (those are filled in
+from the sidecar's own settings after parsing, see ``cli._sidecar_defaults``: one source of
+truth, loaded only when help is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+class Help(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (when it has one worth showing) and keeps the
+    descriptions' line breaks."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if default is None and action.dest in LAZY_DEFAULTS:  # `run`'s settings, loaded for help only
+            default = LAZY_DEFAULTS[action.dest]()
+        if "(default" in text or default in (None, False, [], "", argparse.SUPPRESS):
+            return text
+        if not action.option_strings:
+            return text
+        shown = ",".join(default) if isinstance(default, list) else default
+        head, sep, env = text.rpartition(" [env ")
+        return f"{head} (default: {shown}){sep}{env}" if sep else f"{text} (default: {shown})"
+
+
+def _run_default(dest: str) -> Callable[[], str | None]:
+    def default() -> str | None:
+        args = argparse.Namespace(**{d: None for d in ("debounce", "resync", "lease_duration", "shutdown_grace",
+                                                      "listen", "state_configmap")})
+        from syncer.cli import _sidecar_defaults
+
+        _sidecar_defaults(args)
+        value = getattr(args, dest)
+        return f"{value}s" if dest in ("debounce", "resync", "lease_duration", "shutdown_grace") else value
+    return default
+
+
+LAZY_DEFAULTS = {d: _run_default(d) for d in ("debounce", "resync", "lease_duration", "shutdown_grace", "listen",
+                                               "state_configmap")}
+
+
+#: What each subcommand's --help says first (the one-line ``help`` is for ``syncer --help``).
+DESCRIPTIONS = {
+    "diff": "Compare the objects declared under hosts/<installation>/ with the live cluster (or a snapshot)\n"
+            "and say, per field, who moved it (git or the cluster), which field manager changed it and\n"
+            "when. Exit 0 in sync, 1 drift found, 2 error (errors win; everything found is still printed).",
+    "sync": "Copy accepted live values back into git: a pull request (pr), a commit on the base branch\n"
+            "(commit), or only print what it would do (dry-run). Works in its own clone of --remote.\n"
+            "Exit 0 done, 2 error; with --exit-code also 1 when drift was found (kubectl diff's convention).",
+    "run": "The sidecar: watch the tracked objects, sync when they change (and every --resync), serve\n"
+           "/healthz, /readyz and /metrics. Keeps running while the API server or git is unreachable\n"
+           "(not ready, retried with backoff); exits 0 on SIGTERM.",
+    "init": "Write hosts/<installation>/syncer.conf from what the manifests (and the cluster) show, saying\n"
+            "why for each inference, and print the chart values that grant exactly what it will read.",
+}
