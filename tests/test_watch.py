@@ -13,7 +13,8 @@ from tests.fakes.kube_api import FakeKubeAPI
 from syncer.errors import ClusterError
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
-from syncer.sidecar.watch import ObjectWatcher, Target, WatchSet, WatchSettings, lines
+from syncer.sidecar.watch import ObjectWatcher, Target, WatchSettings, lines
+from syncer.sidecar.watchset import WatchSet
 
 NS = "ai"
 REF = ObjectRef("v1", "Endpoints", NS, "mac-ollama")
