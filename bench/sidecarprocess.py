@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,8 +98,14 @@ def _patch(cluster: RealCluster, ns: str, name: str, data: dict[str, str]) -> No
         data=json.dumps({"data": data}).encode(), method="PATCH",
         headers={"Authorization": f"Bearer {cluster.admin_token}", "Content-Type": "application/merge-patch+json"})
     ctx = ssl.create_default_context(cafile=str(cluster.ca_file))
-    with urllib.request.urlopen(req, timeout=10, context=ctx) as resp:
-        resp.read()
+    for attempt in range(3):  # an API server swamped by thousands of watches may not accept at once
+        try:
+            with urllib.request.urlopen(req, timeout=30, context=ctx) as resp:
+                resp.read()
+            return
+        except (urllib.error.URLError, TimeoutError):
+            if attempt == 2:
+                raise
 
 
 def _sockets(pid: int) -> set[int]:

@@ -253,3 +253,16 @@ def test_an_idle_watch_stays_open_with_tcp_keepalive_instead_of_a_read_timeout(f
         stream.close()
         for _ in stream.chunks():
             pass
+
+
+def test_a_connection_the_pool_cannot_keep_is_closed_without_a_warning_line(fake_kube: FakeKubeAPI, tmp_path: Path,
+                                                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, pool_size=1)
+    streams = [client.open_watch("/api/v1/namespaces/ai/configmaps", [("watch", "1"), ("timeoutSeconds", "1")],
+                                 what=f"watch {i}", budget=5) for i in range(3)]  # three connections, room for one
+    for s in streams:
+        for _ in s.chunks():  # the server ends each after 1 s; each connection goes back to the pool
+            pass
+    assert client.call("GET", "/api/v1/namespaces/ai/configmaps") is not None
+    assert [r.getMessage() for r in caplog.records if "pool" in r.getMessage().lower()] == []
