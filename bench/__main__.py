@@ -7,7 +7,8 @@
 
 Sections (``--only`` names): latency (1), footprint (2, with start-up/import time), api (3),
 scale (4), git (5), edit (6), kubediff (7: ``syncer diff`` vs ``kubectl diff -f`` on the real
-kube-apiserver of tests/realapi), sidecarpass (8: one Loop pass at 5,000 tracked objects);
+kube-apiserver of tests/realapi), sidecarpass (8: one Loop pass at 5,000 tracked objects),
+sidecarprocess (9: the `syncer run` process tracking 5,000 objects on the real kube-apiserver);
 ``startup`` alone runs only the import/start-up part of 2.
 
 The sidecar sections need ``syncer run``; while its 10-minute idle window runs (nothing
@@ -36,8 +37,8 @@ from bench.common import ROOT, Row, Section, machine, rmtree
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 RUNTIME = ("latency", "footprint", "api")
-OFFLINE = ("startup", "scale", "git", "edit", "kubediff", "sidecarpass")
-ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit", "kubediff", "sidecarpass")
+OFFLINE = ("startup", "scale", "git", "edit", "kubediff", "sidecarpass", "sidecarprocess")
+ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit", "kubediff", "sidecarpass", "sidecarprocess")
 NAMES = set(ORDER)
 
 
@@ -94,6 +95,9 @@ def run_offline(parts: set[str], quick: bool, workdir: Path) -> list[Section]:
             elif key == "sidecarpass":
                 from bench import sidecarpass
                 sec = sidecarpass.run(quick, workdir / "sidecarpass")
+            elif key == "sidecarprocess":
+                from bench import sidecarprocess
+                sec = sidecarprocess.run(quick, workdir / "sidecarprocess", n=1250 if quick else 5000)
             else:
                 from bench import edit
                 sec = edit.run(quick)
