@@ -172,6 +172,8 @@ class KindWatcher:
                     self._relist = False
                     rv = self._listed()
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
+                    if self.stopped.is_set():
+                        break
                     failures = 0
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     if etype != "BOOKMARK":

@@ -217,8 +217,12 @@ class ObjectWatcher:
             try:
                 if rv is None:
                     obj, rv = list_object(self.api, self.target)
+                    if self.stopped.is_set():  # replaced (say, by a watch of its kind): write nothing more
+                        break
                     self.cache.put(self.ref, obj)
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
+                    if self.stopped.is_set():
+                        break
                     failures = 0
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     if etype != "BOOKMARK":
