@@ -8,7 +8,8 @@
 Sections (``--only`` names): latency (1), footprint (2, with start-up/import time), api (3),
 scale (4), git (5), edit (6), kubediff (7: ``syncer diff`` vs ``kubectl diff -f`` on the real
 kube-apiserver of tests/realapi), sidecarpass (8: one Loop pass at 5,000 tracked objects), kustomize
-(9: a render of hosts/midgard and sidecar passes with one);
+(9: a render of hosts/midgard and sidecar passes with one), sidecarprocess (10: the `syncer run` process
+tracking 5,000 objects on the real kube-apiserver);
 ``startup`` alone runs only the import/start-up part of 2.
 
 The sidecar sections need ``syncer run``; while its 10-minute idle window runs (nothing
@@ -37,8 +38,9 @@ from bench.common import ROOT, Row, Section, machine, rmtree
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 RUNTIME = ("latency", "footprint", "api")
-OFFLINE = ("startup", "scale", "git", "edit", "kubediff", "sidecarpass", "kustomize")
-ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit", "kubediff", "sidecarpass", "kustomize")
+OFFLINE = ("startup", "scale", "git", "edit", "kubediff", "sidecarpass", "kustomize", "sidecarprocess")
+ORDER = ("latency", "footprint", "startup", "api", "scale", "git", "edit", "kubediff", "sidecarpass", "kustomize",
+         "sidecarprocess")
 NAMES = set(ORDER)
 
 
@@ -98,6 +100,9 @@ def run_offline(parts: set[str], quick: bool, workdir: Path) -> list[Section]:
             elif key == "kustomize":
                 from bench import kustomizepass
                 sec = kustomizepass.run(quick, workdir / "kustomize")
+            elif key == "sidecarprocess":
+                from bench import sidecarprocess
+                sec = sidecarprocess.run(quick, workdir / "sidecarprocess", n=1250 if quick else 5000)
             else:
                 from bench import edit
                 sec = edit.run(quick)

@@ -299,6 +299,18 @@ class _HTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _DeadlineHTTPS
 
 
+class _QuietPoolFull(logging.Filter):
+    """urllib3 warns each time it closes a connection the pool has no room to keep; with one
+    watch per object (a resourceNames Role) that is a line per object at every start or
+    reconnect, thousands at 5,000 objects (issue #24). Nothing is lost: the connection is closed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Connection pool is full")
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(_QuietPoolFull())
+
+
 def _socket_options() -> list[tuple[int, int, int]]:
     opts = list(HTTPConnection.default_socket_options) + [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
     for name, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE), ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),

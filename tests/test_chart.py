@@ -641,3 +641,25 @@ def test_init_chart_values_grant_exactly_what_the_config_reads(helm: str, tmp_pa
         group, resource = CHART_KINDS[ref.kind]
         wanted.add((group, resource, ref.name))
     assert granted == wanted
+
+
+def test_watch_kinds_grants_list_and_watch_on_each_tracked_kind_never_secrets(helm: str, tmp_path: Path) -> None:
+    values = tmp_path / "kinds.yaml"
+    values.write_text(yaml.safe_dump({"rbac": {"watchKinds": True}, "tracked": {"extra": [
+        {"apiGroup": "", "resource": "secrets", "names": ["token"]},
+        {"apiGroup": "apps", "resource": "deployments", "names": ["manager"]}]}}))
+    base = CHART / "ci" / "standalone-values.yaml"
+    off = one(render(base), "Role")["rules"]
+    assert all(r.get("resourceNames") or r["verbs"] == ["create"] for r in off)  # the default stays by name
+    rules = one(_render_docs(base, values), "Role")["rules"]
+    whole = sorted((r["apiGroups"][0], r["resources"][0]) for r in rules
+                   if not r.get("resourceNames") and r["verbs"] == ["list", "watch"])
+    assert whole == [("", "configmaps"), ("", "endpoints"), ("apps", "deployments")]
+    assert [r for r in rules if r["resources"] == ["secrets"]] == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["token"], "verbs": ["get", "list", "watch"]}]
+
+
+def _render_docs(base: Path, extra: Path) -> list[Manifest]:
+    proc = _run_helm("template", RELEASE, str(CHART), "--namespace", NAMESPACE, "-f", str(base), "-f", str(extra))
+    assert proc.returncode == 0, proc.stderr
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]

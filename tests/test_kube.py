@@ -278,3 +278,16 @@ def test_an_exec_plugin_without_the_extra_is_one_line_naming_it(tmp_path: Path, 
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "credential plugin" in err and "pip install 'syncer[exec-auth]'" in err
+
+
+def test_a_connection_the_pool_cannot_keep_is_closed_without_a_warning_line(fake_kube: FakeKubeAPI, tmp_path: Path,
+                                                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, pool_size=1)
+    streams = [client.open_watch("/api/v1/namespaces/ai/configmaps", [("watch", "1"), ("timeoutSeconds", "1")],
+                                 what=f"watch {i}", budget=5) for i in range(3)]  # three connections, room for one
+    for s in streams:
+        for _ in s.chunks():  # the server ends each after 1 s; each connection goes back to the pool
+            pass
+    assert client.call("GET", "/api/v1/namespaces/ai/configmaps") is not None
+    assert [r.getMessage() for r in caplog.records if "pool" in r.getMessage().lower()] == []

@@ -731,11 +731,11 @@ def test_json_logs_name_the_object_on_every_line_and_redact_tokens(tmp_path: Pat
     assert second["object"] == "installation/asgard" and second["level"] == "info"
     handler = logs.setup("text", installation="asgard", secrets=["tok-123"], stream=stream)
     logs.event(log, logging.INFO, "hello tok-123", ref="ConfigMap/ai/x", path="data.A")
-    logging.getLogger("urllib3.connectionpool").warning("Connection pool is full")  # libraries: same format
+    logging.getLogger("urllib3.connectionpool").warning("Retrying after connection broken")  # libraries: same format
     logging.getLogger().removeHandler(handler)
     text, library = stream.getvalue().splitlines()[-2:]
     assert text.endswith("INFO [ConfigMap/ai/x] hello *** path=data.A")
-    assert library.endswith("WARNING [installation/asgard] Connection pool is full")
+    assert library.endswith("WARNING [installation/asgard] Retrying after connection broken")
     assert handler not in logging.getLogger().handlers
 
 

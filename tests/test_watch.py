@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from tests.fakes.kube_api import FakeKubeAPI
 from syncer.errors import ClusterError
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
-from syncer.sidecar.watch import ObjectWatcher, Target, WatchSet, WatchSettings, lines
+from syncer.sidecar.watch import ObjectWatcher, Target, WatchSettings, lines
+from syncer.sidecar.watchset import WatchSet
 
 NS = "ai"
 REF = ObjectRef("v1", "Endpoints", NS, "mac-ollama")
@@ -255,3 +257,27 @@ def test_observed_since_follows_content_changes_and_forgotten_objects() -> None:
     cache.observed_since().clear()  # a caller's copy: the cache keeps its own
     cache.forget(other)
     assert set(cache.observed_since()) == {REF}
+
+
+def test_equal_managed_fields_trees_are_held_once_and_read_the_same() -> None:
+    cache = LiveCache()
+    other = ObjectRef("v1", "Endpoints", NS, "m1-ollama")
+
+    def managed(ip: str, name: str, tree: dict[str, Any]) -> dict[str, Any]:
+        obj = endpoints(ip, name)
+        obj["metadata"]["managedFields"] = [{"manager": "ollama-endpoint-manager", "operation": "Update",
+                                             "apiVersion": "v1", "time": "2026-12-01T11:00:00Z",
+                                             "fieldsType": "FieldsV1", "fieldsV1": tree}]
+        return obj
+
+    tree = {"f:subsets": {}}
+    cache.put(REF, managed("192.168.68.75", "mac-ollama", json.loads(json.dumps(tree))))
+    cache.put(other, managed("192.168.68.89", "m1-ollama", json.loads(json.dumps(tree))))
+    a, b = cache.get(REF), cache.get(other)
+    assert a is not None and b is not None
+    fa, fb = a["metadata"]["managedFields"][0], b["metadata"]["managedFields"][0]
+    assert fa["fieldsV1"] is fb["fieldsV1"] and fa["fieldsV1"] == tree  # one tree, same content
+    assert fa["manager"] is fb["manager"]
+    assert ip_of(cache, REF) == "192.168.68.75" and ip_of(cache, other) == "192.168.68.89"
+    cache.put(other, managed("192.168.68.89", "m1-ollama", {"f:subsets": {}, "f:metadata": {}}))
+    assert cache.get(other)["metadata"]["managedFields"][0]["fieldsV1"] is not fa["fieldsV1"]  # type: ignore[index]

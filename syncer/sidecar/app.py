@@ -37,7 +37,8 @@ from syncer.sidecar.loop import Loop, LoopSettings, tracked_refs
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.server import Health, StatusServer
 from syncer.sidecar.state import DEFAULT_NAME, ConfigMapStore
-from syncer.sidecar.watch import WatchSet, WatchSettings
+from syncer.sidecar.watch import WatchSettings
+from syncer.sidecar.watchset import WatchSet
 from syncer.sync import load_installation
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -46,6 +47,38 @@ class _Entry:
     status: int | None = None  # the API status of ``error`` (401/403: the Role lacks the object)
 
 
+#: Distinct managedFields trees kept for sharing (cleared when full).
+SHARED_FIELDS = 4096
+_ENTRY_WORDS = ("manager", "operation", "apiVersion", "fieldsType", "time", "subresource")
+
+
+def _share_fields(obj: dict[str, Any], shared: dict[str, Any]) -> None:
+    """Replace each managedFields entry's ``fieldsV1`` by an equal tree already held, and its short
+    words by interned strings. Thousands of objects written by the same tools carry the same
+    trees: about 2 KiB an object of the watch cache (issue #24). The objects are read-only once
+    stored, so sharing equal subtrees changes nothing a reader can see."""
+    meta = obj.get("metadata")
+    entries = meta.get("managedFields") if isinstance(meta, dict) else None
+    if not isinstance(entries, list):
+        return
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        for word in _ENTRY_WORDS:
+            value = entry.get(word)
+            if isinstance(value, str):
+                entry[word] = sys.intern(value)
+        tree = entry.get("fieldsV1")
+        if isinstance(tree, dict) and tree:
+            key = json.dumps(tree, sort_keys=True, separators=(",", ":"))
+            held = shared.get(key)
+            if held is None:
+                if len(shared) >= SHARED_FIELDS:
+                    shared.clear()
+                shared[key] = held = tree
+            entry["fieldsV1"] = held
+
+
 def _digest(obj: dict[str, Any] | None) -> str:
     if obj is None:
         return "absent"
@@ -70,6 +103,7 @@ class LiveCache:
         self.on_change = on_change
         self._lock = threading.Lock()
         self._entries: dict[ObjectRef, _Entry] = {}
+        self._shared: dict[str, Any] = {}  # managedFields trees by content (_share_fields)
         self.version = 0  # bumps on every change of compared content (or of a permanent error)
         self._forgotten = 0  # bumps when an entry goes: with version, what observed_since depends on
         self._since: tuple[tuple[int, int], dict[ObjectRef, datetime]] | None = None
@@ -95,6 +129,9 @@ class LiveCache:
     def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> bool:
         """The object as listed or watched (``None``: it does not exist); True when what is
         compared changed."""
+        if obj is not None:
+            with self._lock:
+                _share_fields(obj, self._shared)
         digest = _digest(obj)
         now = self.clock()
         with self._lock:

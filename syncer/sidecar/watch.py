@@ -18,7 +18,9 @@ field selector pins ``metadata.name``.
 
 Every request goes through the ``Kube`` seam (syncer/kube.py); an idle watch stays open until
 the server ends it at ``timeoutSeconds`` (TCP keepalive notices a dead peer meanwhile), so
-ten quiet objects cost ten requests an hour.
+ten quiet objects cost ten requests an hour. Where the Role may list and watch a whole kind,
+one stream per kind and namespace replaces the per-object ones (kindwatch.py); watchset.py
+decides which, per collection.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
@@ -44,7 +46,7 @@ JSON = dict[str, Any]
 #: A single watch event line larger than this is refused (etcd's own limit is 1.5 MiB/object).
 MAX_LINE = 16 * 1024 * 1024
 
-__all__ = ["ApiError", "Gone", "ObjectWatcher", "Target", "WatchSet", "WatchSettings", "api_error", "lines",
+__all__ = ["ApiError", "Gone", "ObjectWatcher", "Target", "Watched", "WatchSettings", "api_error", "lines",
            "list_object", "stream", "target_for"]
 
 
@@ -80,6 +82,23 @@ class Target:
     @property
     def query(self) -> list[tuple[str, str]]:
         return [("fieldSelector", f"metadata.name={self.ref.name}")]
+
+    @property
+    def label(self) -> str:
+        return str(self.ref)
+
+
+class Watched(Protocol):
+    """What ``stream`` watches: one object (``Target``) or a whole collection (kindwatch.py)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def query(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def label(self) -> str: ...
 
 
 def target_for(kube: Kube, ref: ObjectRef) -> Target:
@@ -118,10 +137,10 @@ def lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield bytes(buf).strip()
 
 
-def stream(api: Kube, target: Target, rv: str, settings: WatchSettings,
+def stream(api: Kube, target: Watched, rv: str, settings: WatchSettings,
            on_open: Callable[[WatchStream], None] | None = None) -> Iterator[tuple[str, JSON]]:
     """Events (type, object) of one watch from ``rv``; ends when the server ends the watch."""
-    what = f"watch {target.ref}"
+    what = f"watch {target.label}"
     query = [*target.query, ("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
              ("timeoutSeconds", str(settings.watch_seconds))]
     ws = api.open_watch(target.path, query, what=what, budget=settings.watch_seconds + settings.grace,
@@ -206,8 +225,12 @@ class ObjectWatcher:
             try:
                 if rv is None:
                     obj, rv = list_object(self.api, self.target)
+                    if self.stopped.is_set():  # replaced (say, by a watch of its kind): write nothing more
+                        break
                     self.cache.put(self.ref, obj)
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
+                    if self.stopped.is_set():
+                        break
                     failures = 0
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     if etype != "BOOKMARK" and self.cache.put(self.ref, None if etype == "DELETED" else obj):
@@ -257,56 +280,3 @@ class ObjectWatcher:
             event(log, logging.DEBUG, "cannot read; retrying with backoff", ref=self.ref, error=error.message)
             return
         event(log, logging.WARNING, "watch failed; reconnecting", ref=self.ref, error=error.message)
-
-
-class WatchSet:
-    """The watchers of one installation, kept in line with the objects git declares."""
-
-    def __init__(self, api: Kube, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
-                 on_restart: Callable[[], None] = lambda: None, on_error: Callable[[], None] = lambda: None) -> None:
-        self.api, self.cache, self.settings = api, cache, settings
-        self.on_restart, self.on_error = on_restart, on_error
-        self.watchers: dict[ObjectRef, ObjectWatcher] = {}
-        self._lock = threading.Lock()
-
-    def reconcile(self, refs: Iterable[ObjectRef]) -> None:
-        """Start watching new ``refs``, stop watching the ones no longer wanted."""
-        wanted = set(refs)
-        failed: list[tuple[ObjectRef, str]] = []
-        with self._lock:
-            for ref in sorted(set(self.watchers) - wanted):
-                self.watchers.pop(ref).stop()
-                self.cache.forget(ref)
-            for ref in sorted(wanted - set(self.watchers)):
-                try:
-                    target = target_for(self.api, ref)
-                except ClusterError as exc:  # discovery failed: try again at the next reconcile
-                    self.cache.fail(ref, exc.message)
-                    failed.append((ref, exc.message))
-                    continue
-                self.cache.expect(ref)
-                self.watchers[ref] = ObjectWatcher(self.api, target, self.cache, self.settings,
-                                                   on_restart=self.on_restart, on_error=self.on_error).start()
-        if failed:  # one line, not one per object (an API server down at start: every object fails alike)
-            ref, message = failed[0]
-            event(log, logging.WARNING, "cannot watch" + (f" {len(failed)} objects; the first" if len(failed) > 1
-                                                          else ""), ref=ref, error=message)
-
-    def wait_first(self, timeout: float) -> list[ApiError]:
-        """Wait for every watcher's first answer; the refusals (401/403) among them."""
-        import time
-
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            watchers = list(self.watchers.values())
-        for w in watchers:
-            w.first.wait(max(0.0, deadline - time.monotonic()))
-        return [w.first_error for w in watchers if w.first_error is not None]
-
-    def stop(self, timeout: float = 1.0) -> None:
-        with self._lock:
-            watchers = list(self.watchers.values())
-        for w in watchers:
-            w.stop()
-        for w in watchers:
-            w.join(timeout / max(1, len(watchers)))

@@ -10,6 +10,9 @@ from .status import _ApiError
 
 DEFAULT_USER = "system:serviceaccount:ai:syncer"
 
+#: The name of a denial that applies only to requests naming no object (see ``names_only``).
+UNNAMED = "\0unnamed"
+
 
 class RBACMixin:
     """Bearer-token authentication (401) and RBAC-style denials (403) with the real wording."""
@@ -18,6 +21,13 @@ class RBACMixin:
         """Deny ``verb`` on ``resource`` (``configmaps``, ``deployments.apps`` or ``*``) [for ``name``]."""
         with self._lock:
             self._forbidden.append((verb, resource, name))
+
+    def names_only(self, resource: str) -> None:
+        """A Role limited by ``resourceNames`` on ``resource``: a list or watch must pin one name
+        (``fieldSelector=metadata.name=X``); the whole collection is forbidden, as kube-apiserver
+        authorizes it (tests/realapi/test_realapi_sidecar.py)."""
+        with self._lock:
+            self._forbidden += [("list", resource, UNNAMED), ("watch", resource, UNNAMED)]
 
     def _authenticate(self, h: _Handler, path: str) -> None:
         auth = h.headers.get("Authorization")
@@ -42,7 +52,10 @@ class RBACMixin:
                 continue
             if r_res not in ("*", res.plural, res.qualified, f"{res.plural}/{sub}" if sub else res.plural):
                 continue
-            if r_name and r_name != name:
+            if r_name == UNNAMED:
+                if name:
+                    continue
+            elif r_name and r_name != name:
                 continue
             raise _ApiError(403, "Forbidden", self._forbidden_message(res, verb, name, ns, sub),
                             res.details(name))

@@ -38,7 +38,7 @@ class FakeKubeAPI(StoreMixin, ReadsMixin, WritesMixin, WatchMixin, DiscoveryMixi
     State (thread-safe; every write bumps one global resourceVersion and emits
     watch events): :meth:`put`, :meth:`patch`, :meth:`delete`, :meth:`get`,
     :meth:`list_objects`, :attr:`resource_version`, :meth:`managed_paths`.
-    Faults: :meth:`fail_next`, :meth:`forbid`, :meth:`hang_next`,
+    Faults: :meth:`fail_next`, :meth:`forbid`, :meth:`names_only`, :meth:`hang_next`,
     :meth:`expire_watches`, :meth:`drop_watches`, :meth:`clear_faults`.
     Observation: :attr:`requests`, :meth:`count`, :attr:`open_watches`,
     :meth:`wait_for_watches`, :attr:`errors`.
