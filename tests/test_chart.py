@@ -654,7 +654,10 @@ def test_watch_kinds_grants_list_and_watch_on_each_tracked_kind_never_secrets(he
     rules = one(_render_docs(base, values), "Role")["rules"]
     whole = sorted((r["apiGroups"][0], r["resources"][0]) for r in rules
                    if not r.get("resourceNames") and r["verbs"] == ["list", "watch"])
-    assert whole == [("", "configmaps"), ("", "endpoints"), ("apps", "deployments")]
+    # the scenario's tracked.kinds (every kind syncer init names for asgard), plus tracked.extra
+    assert whole == [("", "configmaps"), ("", "endpoints"), ("", "serviceaccounts"), ("", "services"),
+                     ("apps", "deployments"), ("apps", "deployments"), ("rbac.authorization.k8s.io", "rolebindings"),
+                     ("rbac.authorization.k8s.io", "roles")]
     assert [r for r in rules if r["resources"] == ["secrets"]] == [
         {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["token"], "verbs": ["get", "list", "watch"]}]
 
