@@ -25,7 +25,8 @@ from syncer.manifests import GitObject, Manifests
 from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
 from syncer.kinds import NEVER_WRITTEN
-from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
+from syncer.model import (Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track,
+                          format_path)
 from syncer.normalize import get_path, normalize, MISSING
 from syncer import secrets
 from syncer.redact import CONFIGMAP_KEYED, DEFAULT_SECRET_PATTERNS, NAMED_MAPS, REDACTED, is_secret_key, keyed_map
@@ -628,3 +629,16 @@ def detect(
     _COMPARED.served(reused)  # comparisons not made again
     return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked), tuple(warnings),
                   tuple(unreadable))
+
+
+def secret_fields(kind: str, obj: dict[str, Any], patterns: Sequence[str]) -> list[tuple[str, str]]:
+    """(field, why) of each part of a whole object that looks secret, judged as detection judges a
+    difference: as if git declared only the object's identity and a person had added the rest
+    live (an untracked object proposed as a new file: ``syncer.untracked``)."""
+    live = normalize(obj)
+    found_meta = live.get("metadata")
+    meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
+    git: dict[str, Any] = {k: live[k] for k in ("apiVersion", "kind") if k in live}
+    git["metadata"] = {**{k: v for k, v in meta.items() if k in ("name", "namespace")}, "labels": {}, "annotations": {}}
+    found = compare(kind, git, live, moved_by=lambda _path: True)
+    return [(format_path(fd.path), why) for fd, why in _judge_secrets(kind, found, patterns, git, live) if why]

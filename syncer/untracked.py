@@ -18,6 +18,7 @@ The caller lists the objects (``Lister``); this module only judges and cleans th
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from syncer.config import Config, UntrackedMode
+from syncer.engine import secret_fields
 from syncer.kube import Refused
 from syncer.manifests import parse_documents
 from syncer.model import FileError
@@ -33,6 +35,7 @@ from syncer.yamledit import double_quoted, plain_ok
 from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Track
 from syncer.normalize import LAST_APPLIED
+from syncer.redact import DEFAULT_SECRET_PATTERNS
 
 JSON = dict[str, Any]
 log = logging.getLogger("syncer.untracked")
@@ -196,12 +199,20 @@ def _created(obj: JSON) -> tuple[str | None, str | None]:
     return None, meta.get("creationTimestamp")
 
 
+#: Longest file name stem written (the name limit is 255 bytes; room for ``.yaml``).
+MAX_STEM = 120
+
+
 def file_for(installation: str, kind: str, namespace: str, name: str) -> str:
     """Where ``propose`` writes an object: ``hosts/<inst>/untracked/<namespace>/<kind>-<name>.yaml``."""
     def safe(text: str) -> str:
         return re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip(".") or "_"
 
-    return f"hosts/{installation}/untracked/{safe(namespace or '_cluster')}/{safe(kind.lower())}-{safe(name)}.yaml"
+    stem = f"{safe(kind.lower())}-{safe(name)}"
+    if len(stem) > MAX_STEM:  # an object name may be 253 characters; a file name 255 bytes
+        digest = hashlib.sha256(f"{kind}/{name}".encode()).hexdigest()[:12]
+        stem = f"{stem[:MAX_STEM - 13]}-{digest}"
+    return f"hosts/{installation}/untracked/{safe(namespace or '_cluster')}/{stem}.yaml"
 
 
 def find(config: Config, declared: Iterable[ObjectRef], lister: Lister) -> list[Drift]:
@@ -234,15 +245,24 @@ def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: Untracked
     who = f"created by {manager}" if manager else "creator unknown (no managedFields)"
     why = f"no owner, {who}" + (f" at {when}" if when else "")
     secret = kind in NAMES_ONLY
-    write = mode is UntrackedMode.PROPOSE and not secret
+    cleaned = None if secret else clean(obj)
+    # judged as detection judges a live change: a secret-looking key or value anywhere in it
+    # keeps the whole object out of git, and its values out of every output
+    found = [] if cleaned is None else secret_fields(kind, cleaned, (*DEFAULT_SECRET_PATTERNS, *config.secret_keys))
+    write = mode is UntrackedMode.PROPOSE and not secret and not found
     if secret:
         reason = f"{why}; a {kind}: never written, its values never read into the report"
+    elif found:
+        field, what = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        reason = f"{why}; looks like a secret at {field}: {what}{more}: never written, values not shown"
+        cleaned = None
     elif write:
         reason = f"{why}; proposed as a new file"
     else:
         reason = f"{why}; reported (untracked: {mode.value})"
     return Drift(ref, file_for(config.installation, kind, namespace, name) if write else "", (), None,
-                 None if secret else clean(obj), Direction.CLUSTER, DriftClass.UNTRACKED,
+                 cleaned, Direction.CLUSTER, DriftClass.UNTRACKED,
                  Action.WRITE if write else Action.REPORT, manager=manager, changed_at=when,
                  detail="created live, not in git", reason=reason)
 
@@ -388,6 +408,19 @@ class WarnOnRefusal:
 
 
 _warned: set[tuple[str, str]] = set()
+
+
+def _linked_dir(host: Path, path: Path) -> str | None:
+    """The first directory between ``host`` and ``path`` that is a symlink or not a directory
+    (a committed ``untracked -> /elsewhere`` would take the new file out of the repository)."""
+    if host.is_symlink():
+        return str(host)
+    at = host
+    for part in path.relative_to(host).parts[:-1]:
+        at = at / part
+        if at.is_symlink() or (at.exists() and not at.is_dir()):
+            return str(at.relative_to(host.parent.parent))
+    return None
 _KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
@@ -411,6 +444,10 @@ def new_files(repo: Path, installation: str, drifts: Iterable[Drift],
         path = repo / drift.file
         if path.exists() or path.is_symlink():
             aborted.append(FileError(drift.file, f"{drift.ref}: not written: {drift.file} exists already"))
+            continue
+        if link := _linked_dir(host, path):
+            aborted.append(FileError(drift.file, f"{drift.ref}: not written: {link} is a symlink or no directory; "
+                                                 "refusing to write through it"))
             continue
         try:
             text = render(drift.live)

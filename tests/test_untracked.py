@@ -220,3 +220,41 @@ def test_a_kind_the_account_may_not_list_is_one_warning_naming_the_grant(tmp_pat
         "untracked: cannot list Secret in ns (secrets is forbidden: cannot list resource \"secrets\"): grant list on "
         "it to see the objects created there live (chart: untracked.enabled=true, untracked.resources)"]
     assert out.errors == ()
+
+
+def test_an_untracked_object_holding_a_secret_is_never_proposed_nor_shown(tmp_path: Path) -> None:
+    """Hostile review F1: the new file was built without the secret checks a live change gets."""
+    snap = tmp_path / "live.json"
+    leaky = _obj("ConfigMap", "leaky", data={"DB_PASSWORD": "hunter2-cm", "ok": "fine"})
+    props = _obj("ConfigMap", "props", data={"app.properties": "spring.datasource.password=hunter2-props\n"})
+    noted = _obj("ConfigMap", "noted", meta={"annotations": {"vault-token": "s.hunter2-note"}}, data={"a": "b"})
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [leaky, props, noted]}))
+    drifts = find(_cfg("untracked: propose\n"), [], SnapshotSource([snap], "ns"))
+    assert [(d.ref.name, d.action.value, d.file, d.live) for d in drifts] == [
+        ("leaky", "report", "", None), ("noted", "report", "", None), ("props", "report", "", None)]
+    assert "looks like a secret at data.DB_PASSWORD" in drifts[0].reason
+    assert "hunter2" not in repr(drifts)
+
+
+def test_a_committed_symlink_or_a_long_name_never_takes_a_new_file_elsewhere(tmp_path: Path) -> None:
+    """Hostile review F2 and F5: a directory on the new file's path that is a symlink, and an
+    object name of 253 characters (longer than a file name may be)."""
+    from syncer.model import FileError
+    from syncer.untracked import MAX_STEM, new_files
+
+    repo, outside = tmp_path / "repo", tmp_path / "outside"
+    (repo / "hosts" / "t").mkdir(parents=True)
+    outside.mkdir()
+    (repo / "hosts" / "t" / "untracked").symlink_to(outside)
+    snap = tmp_path / "live.json"
+    long_name = "a" * 253
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
+        _obj("ConfigMap", "evil", data={"x": "y"}), _obj("ConfigMap", long_name, data={"x": "y"})]}))
+    drifts = find(_cfg("untracked: propose\n"), [], SnapshotSource([snap], "ns"))
+    aborted: list[FileError] = []
+    assert new_files(repo, "t", drifts, aborted) == []
+    assert [e.message.split(": not written: ")[1] for e in aborted] == [
+        "hosts/t/untracked is a symlink or no directory; refusing to write through it"] * 2
+    assert list(outside.iterdir()) == []
+    stem = Path(file_for("t", "ConfigMap", "ns", long_name)).stem
+    assert len(stem) <= MAX_STEM and stem.startswith("configmap-aaaa")
