@@ -8,9 +8,13 @@ with ``kubectl apply -k`` and writes live edits back end to end.
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import shutil
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -210,6 +214,98 @@ def test_a_remote_base_is_one_clear_error_for_the_installation(tmp_path: Path) -
     assert err == ("syncer: error: hosts/midgard/kustomization.yaml: remote base "
                    "'https://github.com/example/shop//base?ref=v1': kustomize cannot render it offline "
                    "(vendor it into the repository)\n")
+
+
+@contextlib.contextmanager
+def loopback_server() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on 127.0.0.1 (its URL) that serves anything and records each request's path."""
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  stolen: fetched\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda t, url: t.replace("  - path: replicas.yaml\n", f"  - path: replicas.yaml\n  - path: {url}/patch.yaml\n"),
+     "patches[1].path: '{url}/patch.yaml'"),
+    (lambda t, url: t + f"configMapGenerator:\n  - name: app\n    files:\n      - info={url}/secret.txt\n",
+     "configMapGenerator[0].files[0]: 'info={url}/secret.txt'"),
+    (lambda t, url: t + f"helmCharts:\n  - name: shop\n    repo: {url}/charts\n    version: 1.0.0\n",
+     "helmCharts[0].repo: '{url}/charts'"),
+], ids=["patch-path", "generator-file", "helm-repo"])
+def test_a_url_in_any_field_is_refused_and_never_fetched(tmp_path: Path, edit: Any, field: str) -> None:
+    repo = midgard(tmp_path)
+    file = repo / "hosts" / "midgard" / "kustomization.yaml"
+    with loopback_server() as (url, seen):
+        file.write_text(edit(file.read_text(), url))
+        code, out, err = run("diff", "midgard", "--repo", str(repo), "--live-file",
+                             str(ROOT / "examples" / "midgard-live.yaml"))
+    assert (code, out) == (2, "")
+    assert err == (f"syncer: error: hosts/midgard/kustomization.yaml: {field.format(url=url)} is a remote reference: "
+                   "syncer renders offline and never lets kustomize fetch (put the file or chart into the repository "
+                   "and name it by a relative path)\n")
+    assert seen == []
+
+
+def test_a_url_in_a_transformer_config_file_or_inline_config_is_refused(tmp_path: Path) -> None:
+    repo = midgard(tmp_path)
+    host = repo / "hosts" / "midgard"
+    base = (host / "kustomization.yaml").read_text()
+    (host / "more.yaml").write_text("apiVersion: builtin\nkind: PatchTransformer\nmetadata:\n  name: p\n"
+                                    "path: http://localhost:1/p.yaml\n")
+    (host / "kustomization.yaml").write_text(base + "transformers:\n  - more.yaml\n")
+    with pytest.raises(ConfigError, match=r"^hosts/midgard/more.yaml: path: 'http://localhost:1/p.yaml' is a remote"):
+        load_source(repo, "midgard", "default")
+    (host / "kustomization.yaml").write_text(base + "transformers:\n  - |-\n    apiVersion: builtin\n"
+                                             "    kind: PatchTransformer\n    metadata:\n      name: p\n"
+                                             "    path: github.com/example/shop/p.yaml\n")
+    with pytest.raises(ConfigError, match=r"^hosts/midgard/kustomization.yaml: transformers\[0\].path: "
+                                          r"'github.com/example/shop/p.yaml' is a remote reference"):
+        load_source(repo, "midgard", "default")
+
+
+def test_urls_in_data_kustomize_never_loads_still_render(tmp_path: Path) -> None:
+    repo = midgard(tmp_path)
+    file = repo / "hosts" / "midgard" / "kustomization.yaml"
+    file.write_text(file.read_text() + "commonAnnotations:\n  docs: https://wiki.example/shop\n"
+                    "configMapGenerator:\n  - name: links\n    literals:\n      - API=https://api.example/v1\n")
+    rendered = [o.data for o in load_source(repo, "midgard", "default").objects.values()]
+    assert {o["kind"]: o["metadata"]["annotations"]["docs"] for o in rendered} == {
+        "Deployment": "https://wiki.example/shop", "Service": "https://wiki.example/shop",
+        "ConfigMap": "https://wiki.example/shop"}
+    assert [o["data"] for o in rendered if o["metadata"]["name"].startswith("links-")] == [{"API": "https://api.example/v1"}]
+
+
+@pytest.mark.skipif(not kustomize.render.sandbox(), reason="unshare cannot make a network namespace here")
+def test_the_render_itself_cannot_reach_loopback(tmp_path: Path) -> None:
+    """Past syncer's check (render called directly): kustomize has no network to fetch with."""
+    repo = midgard(tmp_path)
+    host = repo / "hosts" / "midgard"
+    with loopback_server() as (url, seen):
+        (host / "kustomization.yaml").write_text((host / "kustomization.yaml").read_text().replace(
+            "  - path: replicas.yaml\n", f"  - path: replicas.yaml\n  - path: {url}/patch.yaml\n"))
+        with pytest.raises(ConfigError, match="kustomize build failed"):
+            kustomize.render.render(host, "hosts/midgard")
+    assert seen == []
 
 
 def test_a_kustomization_that_does_not_build_is_one_line_naming_it(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from syncer.errors import ConfigError
 from syncer.kustomize import render
 from syncer.kustomize.layers import Layer, find_root, read_text, read_tree, walk
+from syncer.kustomize.offline import refuse_remote
 from syncer.kustomize.sourcemap import KustomizeMap, Origin
 from syncer.manifests import RACY_NS, GitObject, Manifests, host_dir, object_ref
 from syncer.model import ObjectRef
@@ -90,6 +91,7 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
         if layer.remote:
             raise ConfigError(f"{layer.file.relative_to(repo).as_posix()}: remote base {layer.remote[0]!r}: kustomize "
                               "cannot render it offline (vendor it into the repository)")
+    refuse_remote(host, repo)
     helm = any(layer.data.get("helmCharts") for layer in walk(root))
     texts, ours = _with_metadata(root, host, repo)
     inside = base.relative_to(host).as_posix() if base != host else ""

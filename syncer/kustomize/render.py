@@ -5,8 +5,9 @@ The binary is ``kubectl`` (``kubectl kustomize DIR``: kubectl embeds kustomize) 
 run as ``kustomize build DIR``. Every render works on a copy of the installation's directory
 (symlinks left out, nothing outside it reachable), so the user's files are never touched:
 the copy may get ``buildMetadata`` added (origins of each resource) or the edits to verify.
-Rendering is offline: remote bases are refused before kustomize runs, and kustomize's own
-network access goes to a proxy that does not answer.
+Rendering is offline: remote references are refused before kustomize runs (``offline``),
+kustomize runs in a network namespace of its own (no interface but a down loopback) when
+``unshare`` can make one here, and its HTTP goes to a proxy that does not answer in any case.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from functools import cache
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,22 @@ def is_remote(entry: str) -> bool:
     return bool(_REMOTE.search(entry.strip()))
 
 
+@cache
+def sandbox() -> tuple[str, ...]:
+    """The prefix that runs a command without a network (``unshare --net``, as root, else in a
+    user namespace), or () where neither is permitted (a container without the capability):
+    then the check of ``offline`` and the dead proxy are what keep kustomize offline."""
+    found = shutil.which("unshare")
+    for prefix in ((found, "--net"), (found, "--map-root-user", "--net")) if found else ():
+        try:
+            done = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return prefix
+    return ()
+
+
 def _offline_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy",
                                                                      "all_proxy")}
@@ -83,7 +101,7 @@ def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
     with tempfile.TemporaryDirectory(prefix="syncer-kustomize-") as scratch:
         root = Path(scratch) / directory.name
         _copy(directory, root, texts or {})
-        args = [*cmd, *(["--enable-helm"] if helm else []), str(root / inside) if inside else str(root)]
+        args = [*sandbox(), *cmd, *(["--enable-helm"] if helm else []), str(root / inside) if inside else str(root)]
         try:
             done = subprocess.run(args, capture_output=True, timeout=RENDER_TIMEOUT_S, env=_offline_env(),
                                   cwd=scratch, check=False)
