@@ -110,7 +110,8 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics"))
     init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show")
     _installation_flags(init)
-    init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
+    init.add_argument("-n", "--namespace", help="the installation's namespace (default: kubectl's, the kubeconfig "
+                                                  "context's namespace, or default)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
     init.add_argument("--force", action="store_true", help="replace an existing config")
     return parser
@@ -441,6 +442,7 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
     from syncer.manifests import host_dir, load_manifests
     from syncer.model import ObjectRef
+    from syncer.kube import context_namespace
     from syncer.onboard import infer, infer_namespace, render
 
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
@@ -452,7 +454,9 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
             raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
 
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
-    ns_answer = infer_namespace(load_manifests(repo, installation, "").objects, args.namespace)
+    ns_answer = infer_namespace(load_manifests(repo, installation, "").objects, args.namespace,
+                                SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
+                                None if args.namespace else context_namespace(args.kubeconfig, args.context))
     namespace = ns_answer[0]
     manifests = load_manifests(repo, installation, namespace)
     git = {ref: obj.data for ref, obj in manifests.objects.items()}

@@ -175,6 +175,8 @@ class _Walker:
                                                   None if lpath is None else lpath + (key,)))
             elif "metadata" not in path:
                 self.moved_keys(git, live, path, lpath)
+            if path == ("metadata",):
+                self.metadata_maps_only_live(git, live, lpath)
             self.union_swap(git, live, path, lpath, before)
         elif isinstance(git, list):
             if not isinstance(live, list):
@@ -198,6 +200,14 @@ class _Walker:
                 continue
             if self.moved_by(lpath + (key,)):
                 self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED, lpath + (key,), True))
+
+    def metadata_maps_only_live(self, git: dict[str, Any], live: dict[str, Any], lpath: Path | None) -> None:
+        """Labels or annotations added live to an object whose git declares no such map at all
+        (``kubectl annotate deployment/x team=qa`` on a manifest without ``annotations:``): each
+        key is ``added``, as it is when git has the map."""
+        for name in ("labels", "annotations"):
+            if name not in git and isinstance(live.get(name), dict):
+                self.walk({}, live[name], ("metadata", name), None if lpath is None else lpath + (name,))
 
     def union_swap(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None,
                    before: int) -> None:

@@ -101,6 +101,28 @@ def _other_versions(source: LiveSource, ref: ObjectRef) -> list[str]:
     return list(lookup(ref)) if callable(lookup) else []
 
 
+def _plural(kind: str) -> str:
+    """The resource name kubectl knows a kind by, as the API's naming convention makes it
+    (``NetworkPolicy`` -> ``networkpolicies``, ``Ingress`` -> ``ingresses``)."""
+    low = kind.lower()
+    if low.endswith("s"):
+        return low + ("es" if low.endswith(("ss", "us")) else "")
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return low[:-1] + "ies"
+    return low + ("es" if low.endswith(("x", "ch", "sh")) else "s")
+
+
+def other_version_note(ref: ObjectRef, others: Sequence[str]) -> str:
+    """The snapshot holds ``ref`` only in ``others`` (git's ``autoscaling/v1``, the snapshot's
+    ``v2``): not compared, and how to export it in git's version."""
+    group, _, version = ref.api_version.rpartition("/")
+    resource = _plural(ref.kind)
+    where = f" -n {ref.namespace}" if ref.namespace else ""
+    return (f"{ref} not compared: the snapshot holds it as {', '.join(others)}, git declares {ref.api_version}; "
+            f"export it in git's version: kubectl get {resource}.{version}{'.' + group if group else ''} "
+            f"{ref.name}{where} -o yaml --show-managed-fields")
+
+
 def _secret_mask(value: Any) -> Any:
     if value is None:
         return None
@@ -537,6 +559,7 @@ def detect(
     config = config.bound_to(endpoints.declared_services(manifests.objects))  # see Config.bound_to
     drifts: list[Drift] = []
     errors: list[FileError] = list(manifests.errors)
+    notes: list[FileError] = list(manifests.skipped)
     checked: list[ObjectRef] = []
     cache: dict[ObjectRef, Any] = {}  # live objects read in this detection (and candidate lists, see _candidates)
     # A source whose objects are never modified (the watch cache) lets comparisons be remembered
@@ -559,14 +582,12 @@ def detect(
             live = _get_live(source, ref, cache)
             if live is None:
                 others = _other_versions(source, ref)
-                detail = "declared in git, absent live"
-                if others:
-                    detail = (f"git declares {ref.api_version}; the cluster holds {ref.kind} {ref.name} as "
-                              f"{', '.join(others)}: versions differ, not compared field by field")
-                drifts.append(Drift(ref, obj.file, (), "declared", None, Direction.UNKNOWN, DriftClass.REMOVED,
-                                    Action.REPORT, detail=detail,
-                                    reason="absent live in this version; syncer never deletes from git" if others
-                                    else "absent live; syncer never deletes from git"))
+                if others:  # a note, not a drift: nothing says the object differs
+                    notes.append(FileError(obj.file, other_version_note(ref, others)))
+                else:
+                    drifts.append(Drift(ref, obj.file, (), "declared", None, Direction.UNKNOWN, DriftClass.REMOVED,
+                                        Action.REPORT, detail="declared in git, absent live",
+                                        reason="absent live; syncer never deletes from git"))
                 checked.append(ref)
                 continue
             if shadowed and ref in shadowed:
@@ -604,4 +625,4 @@ def detect(
             errors.append(FileError(obj.file, f"{ref}: live object has an unexpected shape ({type(exc).__name__}: "
                                               f"{str(exc)[:120]})"))
     _COMPARED.served(reused)  # comparisons not made again
-    return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked))
+    return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked), tuple(notes))

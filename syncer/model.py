@@ -161,6 +161,9 @@ class Result:
     drifts: tuple[Drift, ...] = ()
     errors: tuple[FileError, ...] = ()
     checked: tuple[ObjectRef, ...] = field(default=())
+    #: what was left out, one line each, no drift and no error: files that are no manifests (a
+    #: chart's source, a template), an object the snapshot holds in another version than git's
+    notes: tuple[FileError, ...] = ()
 
     @property
     def in_sync(self) -> bool:
@@ -175,4 +178,5 @@ class Result:
             "in_sync": self.in_sync,
             "drifts": [d.to_json() for d in self.drifts],
             "errors": [e.to_json() for e in self.errors],
+            "notes": [e.to_json() for e in self.notes],
         }

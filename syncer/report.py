@@ -99,6 +99,8 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
                               "dim", color))
         if d.base_note:
             out.append(_paint(escape.line(f"      note: {d.base_note}"), "yellow", color))
+    for note in result.notes:
+        out.append(_paint(escape.line(f"note: {note.message}"), "yellow", color))
     for err in result.errors:
         out.append(_paint(escape.line(f"error: {err.message}"), "red", color))
     if file_diffs:

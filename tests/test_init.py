@@ -37,7 +37,7 @@ def test_init_from_the_asgard_snapshot_rebuilds_the_hand_written_config(tmp_path
         "ConfigMap": "writeback", "Endpoints": "stable"}
     assert made.stable_for == 600
     # What it inferred and why, one line each.
-    assert "namespace ai: named by 9 of 9 manifests" in out
+    assert "namespace ai: named by every namespaced manifest" in out
     assert ("candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 192.168.68.75 are in "
             "that address list and in no other") in out
     assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS: 100.127.6.20 192.168.68.89" in out
