@@ -204,10 +204,19 @@ class _Walker:
     def metadata_maps_only_live(self, git: dict[str, Any], live: dict[str, Any], lpath: Path | None) -> None:
         """Labels or annotations added live to an object whose git declares no such map at all
         (``kubectl annotate deployment/x team=qa`` on a manifest without ``annotations:``): each
-        key is ``added``, as it is when git has the map."""
+        key a person wrote (``moved_by``) is ``added``. Keys a tool added (Helm's
+        ``app.kubernetes.io/managed-by``, admission, a controller) are not: git never had the map."""
+        if self.moved_by is None or lpath is None:
+            return
         for name in ("labels", "annotations"):
-            if name not in git and isinstance(live.get(name), dict):
-                self.walk({}, live[name], ("metadata", name), None if lpath is None else lpath + (name,))
+            held = live.get(name)
+            if name in git or not isinstance(held, dict):
+                continue
+            for key, value in held.items():
+                where = ("metadata", name, key)
+                if (not _empty(value) and not (self.ignore and is_ignored(where, self.ignore))
+                        and self.moved_by(lpath + (name, key))):
+                    self.out.append(FieldDiff(where, None, value, DriftClass.ADDED, lpath + (name, key), True))
 
     def union_swap(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None,
                    before: int) -> None:
