@@ -68,6 +68,8 @@ class Skipped(FileError):
     """A file that is not a manifest and is left out with a note, never an error."""
 
 
+#: kustomize's own files (``kustomization.yaml``, components): inputs to a build, never objects.
+_KUSTOMIZE = "kustomize.config.k8s.io/"
 #: A directory holding this file is a Helm chart's source: templates and values, not objects.
 CHART_FILE = "Chart.yaml"
 
@@ -92,6 +94,9 @@ def _skip_reason(text: str, docs: list[Any] | None, entries: list[GitObject | Fi
     ``apiVersion`` nor ``kind``: values, a tool's settings). A file where some document is an
     object keeps its other documents' problems as errors: a malformed manifest."""
     failed = docs is None or any(isinstance(e, FileError) for e in entries)
+    if docs and all(isinstance(d, dict) and str(d.get("apiVersion", "")).startswith(_KUSTOMIZE)
+                    for d in docs if d is not None):
+        return "a kustomize file (Kustomization/Component), not an object the cluster holds: skipped"
     if failed and _GO_TEMPLATE.search(text):
         return "a template ({{ }} expressions), not objects as it stands: skipped"
     if docs is not None and failed and not any(
