@@ -120,6 +120,7 @@ class Loop:
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
+        self._notes: set[str] = set()
         self.last: PassReport | None = None
         self.passes = 0
 
@@ -228,6 +229,10 @@ class Loop:
         for message in sorted(errors - self._errors):
             event(log, logging.ERROR, "cannot compare", error=message)
         self._errors = errors
+        notes = {n.message for n in result.notes}  # files skipped, versions not compared: once each
+        for message in sorted(notes - self._notes):
+            event(log, logging.INFO, "note", note=message)
+        self._notes = notes
         for message in out.messages:
             event(log, logging.INFO, message)
 
