@@ -63,6 +63,15 @@ class FieldDiff:
         return self.cls is DriftClass.ADDED and (self.is_item or self.moved_live or self.path[:2] in kinds.METADATA_MAPS)
 
 
+def _json_key(key: Any) -> str:
+    """A YAML map key that is no string, as kubectl's YAML-to-JSON conversion writes it."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    return str(key)
+
+
 def _empty(value: Any) -> bool:
     return value is None or value == {} or value == [] or value is MISSING
 
@@ -162,11 +171,14 @@ class _Walker:
                 return
             before = len(self.out)
             for key, value in git.items():
-                self.walk(value, live.get(key, MISSING), path + (key,), None if lpath is None else lpath + (key,))
+                # kubectl sends a YAML key 404 or true as the JSON key "404", "true"
+                lkey = key if isinstance(key, str) or key in live else _json_key(key)
+                self.walk(value, live.get(lkey, MISSING), path + (key,), None if lpath is None else lpath + (lkey,))
             data = len(path) == 1 and path[0] in kinds.DATA_MAPS.get(self.kind, ()) and self.kind != "Endpoints"
             if data or path in kinds.METADATA_MAPS:
+                spelled = {_json_key(k) for k in git if not isinstance(k, str)}
                 for key, value in live.items():
-                    if key in git:
+                    if key in git or key in spelled:
                         continue
                     if self.ignore and is_ignored(path + (key,), self.ignore):
                         continue

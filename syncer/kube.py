@@ -733,7 +733,8 @@ class KubeClient:
             with self._lock:
                 self._resources[api_version] = table
         if kind not in table:
-            raise ClusterError(f"the API server does not serve {kind} in {api_version}")
+            # A KubeError: it costs the objects of that kind only, never the whole run.
+            raise ApiError(f"the API server does not serve {kind} in {api_version}", 404, "NotFound", transient=False)
         return table[kind]
 
     def served(self, api_version: str, kind: str) -> tuple[str, str, bool]:

@@ -695,3 +695,18 @@ def test_a_string_kubectl_would_read_as_a_number_is_written_quoted(tmp_path: Pat
     assert proposed is not None, out
     assert parse_documents(proposed, "web.yaml")[0]["data"] == {"mode": value}
     assert f"mode: {value}\n" not in proposed
+
+
+def test_yaml_keys_that_are_no_strings_compare_as_kubectl_sends_them() -> None:
+    # ingress-nginx's custom error pages: `data:` keys 404 and 503 are YAML ints; kubectl sends
+    # them as the JSON keys "404" and "503".
+    from syncer.diff import compare
+
+    git = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pages"},
+           "data": {404: "<html>not found</html>", 503: "<html>busy</html>", True: "yes"}}
+    live = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pages"},
+            "data": {"404": "<html>not found</html>", "503": "<html>busy</html>", "true": "yes"}}
+    assert compare("ConfigMap", git, live) == []
+    live["data"]["503"] = "<html>gone</html>"
+    [d] = compare("ConfigMap", git, live)
+    assert (d.path, d.live, d.live_path) == (("data", 503), "<html>gone</html>", ("data", "503"))
