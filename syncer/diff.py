@@ -136,8 +136,10 @@ MovedBy = Callable[[Path], bool]
 
 
 class _Walker:
-    def __init__(self, kind: str, ignore: tuple[str, ...], moved_by: MovedBy | None = None) -> None:
+    def __init__(self, kind: str, ignore: tuple[str, ...], moved_by: MovedBy | None = None,
+                 unowned: bool = False) -> None:
         self.kind = kind
+        self.unowned = unowned
         self.ignore = ignore
         self.moved_by = moved_by
         self.out: list[FieldDiff] = []
@@ -217,8 +219,10 @@ class _Walker:
         """Labels or annotations added live to an object whose git declares no such map at all
         (``kubectl annotate deployment/x team=qa`` on a manifest without ``annotations:``): each
         key a person wrote (``moved_by``) is ``added``. Keys a tool added (Helm's
-        ``app.kubernetes.io/managed-by``, admission, a controller) are not: git never had the map."""
-        if self.moved_by is None or lpath is None:
+        ``app.kubernetes.io/managed-by``, admission, a controller) are not: git never had the map.
+        An object without managedFields (``unowned``) cannot say who wrote them: every such key
+        counts, as it does where git has the map."""
+        if lpath is None or (self.moved_by is None and not self.unowned):
             return
         for name in ("labels", "annotations"):
             held = live.get(name)
@@ -227,7 +231,7 @@ class _Walker:
             for key, value in held.items():
                 where = ("metadata", name, key)
                 if (not _empty(value) and not (self.ignore and is_ignored(where, self.ignore))
-                        and self.moved_by(lpath + (name, key))):
+                        and (self.unowned or self.moved_by is not None and self.moved_by(lpath + (name, key)))):
                     self.out.append(FieldDiff(where, None, value, DriftClass.ADDED, lpath + (name, key), True))
 
     def union_swap(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None,
@@ -297,13 +301,18 @@ def _cluster_scoped(kind: str, live: dict[str, Any]) -> bool:
 
 
 def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[str, ...] = (),
-            moved_by: MovedBy | None = None) -> list[FieldDiff]:
+            moved_by: MovedBy | None = None, unowned: bool = False) -> list[FieldDiff]:
     """Field-level differences between normalized ``git`` and ``live`` objects.
+
+    ``unowned``: the live object has no managedFields at all (seen on kube-apiserver v1.20 for an
+    ``APIService``, and for an object created with nothing but a name, a ``kubectl create`` of a
+    ServiceAccount, which stays without entries after ``kubectl annotate``): labels and
+    annotations only live count even where git has no such map.
 
     ``moved_by(live_path)``, when given, says whether a manager other than an applier wrote
     the live field there (``ownership.moved_by``): such a key only live is reported ``added``.
     """
-    walker = _Walker(kind, ignore, moved_by)
+    walker = _Walker(kind, ignore, moved_by, unowned)
     for key, value in git.items():
         if key in ("apiVersion", "kind", "status"):
             continue

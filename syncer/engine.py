@@ -393,11 +393,12 @@ def _object_drifts(
     appliers = tuple(config.appliers)
     # keys only live count where a person wrote them (the rule for items added live, below)
     by_person = ownership.moved_by(live, appliers, lambda who: _added_by_person(who, appliers))
+    unowned = not (live.get("metadata") or {}).get("managedFields")
     if memo:  # a copy: the readiness diffs below extend it
         diffs = list(_COMPARED.get((obj.data, live), (ref.kind, ignore, appliers),
-                                   lambda: compare(ref.kind, git, normalize(live), ignore, by_person)))
+                                   lambda: compare(ref.kind, git, normalize(live), ignore, by_person, unowned)))
     else:
-        diffs = compare(ref.kind, git, normalize(live), ignore, by_person)
+        diffs = compare(ref.kind, git, normalize(live), ignore, by_person, unowned)
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
