@@ -76,7 +76,8 @@ class Run:
                                                              "metadata": {"name": NS}})
         self.counts = {k: 0 for k in ("files", "objects", "applied", "not applicable", "duplicate", "false drift",
                                       "missed", "wrong direction", "wrong writes", "error exits", "edits",
-                                      "known limit", "errors where the tool failed too", "files the tool refused")}
+                                      "known limit", "errors where the tool failed too", "files the tool refused",
+                                      "unknown direction")}
         self.notes: list[str] = []
         self.served: dict[tuple[str, str], tuple[str, bool]] = {}
 
@@ -335,7 +336,11 @@ def _run(run: Run) -> Run:
                              f"{[d['path'] for d in drifts]}")
             continue
         wrong = [d for d in hit if d["direction"] != "cluster"]
-        if wrong and how == "scale" and run.mode != "apply":
+        if wrong and all(d["direction"] == "unknown" for d in wrong):
+            c["unknown direction"] += 1  # no base at all (no managedFields entry, no annotation): PR only
+            run.notes.append(f"unknown direction {how} {obj['kind']}/{obj['metadata']['name']} {path}: "
+                             f"{wrong[0]['base_why']}")
+        elif wrong and how == "scale" and run.mode != "apply":
             c["known limit"] += 1  # v1.20 does not record /scale writes in managedFields
         elif wrong:
             c["wrong direction"] += 1
@@ -404,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {note}")
         sys.stdout.flush()
     keys = ["files", "duplicate", "objects", "applied", "not applicable", "edits", "false drift", "missed",
-            "wrong direction", "wrong writes", "error exits", "known limit", "files the tool refused",
+            "wrong direction", "unknown direction", "wrong writes", "error exits", "known limit", "files the tool refused",
             "errors where the tool failed too"]
     print("\n| way | " + " | ".join(keys) + " | time |")
     print("|---|" + "---|" * (len(keys) + 1))

@@ -63,6 +63,11 @@ class FieldDiff:
         return self.cls is DriftClass.ADDED and (self.is_item or self.moved_live or self.path[:2] in kinds.METADATA_MAPS)
 
 
+#: Labels a tool adds to every object it installs, whatever the manifest says: Helm 3 labels each
+#: release object ``app.kubernetes.io/managed-by: Helm`` (seen on the real server). Only live: no drift.
+TOOL_LABELS = frozenset({("app.kubernetes.io/managed-by", "Helm")})
+
+
 def _json_key(key: Any) -> str:
     """A YAML map key that is no string, as kubectl's YAML-to-JSON conversion writes it."""
     if isinstance(key, bool):
@@ -180,7 +185,7 @@ class _Walker:
             if data or path in kinds.METADATA_MAPS:
                 spelled = {_json_key(k) for k in git if not isinstance(k, str)}
                 for key, value in live.items():
-                    if key in git or key in spelled:
+                    if key in git or key in spelled or (path[-1:] == ("labels",) and (key, value) in TOOL_LABELS):
                         continue
                     if self.ignore and is_ignored(path + (key,), self.ignore):
                         continue
@@ -230,6 +235,8 @@ class _Walker:
                 continue
             for key, value in held.items():
                 where = ("metadata", name, key)
+                if name == "labels" and (key, value) in TOOL_LABELS:
+                    continue
                 if (not _empty(value) and not (self.ignore and is_ignored(where, self.ignore))
                         and (self.unowned or self.moved_by is not None and self.moved_by(lpath + (name, key)))):
                     self.out.append(FieldDiff(where, None, value, DriftClass.ADDED, lpath + (name, key), True))

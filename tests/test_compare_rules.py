@@ -710,3 +710,15 @@ def test_yaml_keys_that_are_no_strings_compare_as_kubectl_sends_them() -> None:
     live["data"]["503"] = "<html>gone</html>"
     [d] = compare("ConfigMap", git, live)
     assert (d.path, d.live, d.live_path) == (("data", 503), "<html>gone</html>", ("data", "503"))
+
+
+def test_helms_managed_by_label_only_live_is_no_difference() -> None:
+    from syncer.diff import compare
+
+    git = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"app": "c"}}, "data": {}}
+    live = {"apiVersion": "v1", "kind": "ConfigMap", "data": {},
+            "metadata": {"name": "c", "labels": {"app": "c", "app.kubernetes.io/managed-by": "Helm"}}}
+    assert compare("ConfigMap", git, live) == []
+    live["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "someone"
+    [d] = compare("ConfigMap", git, live)
+    assert d.path == ("metadata", "labels", "app.kubernetes.io/managed-by")
