@@ -198,7 +198,8 @@ def _edit(run: Run, obj: dict[str, Any], namespaced: bool, n: int) -> tuple[str,
         done = run.kubectl("scale", *target, f"--replicas={obj['spec']['replicas'] + 1}")
         path = "spec.replicas"
     elif how == "set":
-        done, path = run.kubectl("set", "env", *target, "CORPUS_SET=1"), "spec.template.spec.containers"
+        # every container, init containers too: one env item added to each
+        done, path = run.kubectl("set", "env", *target, "CORPUS_SET=1"), "spec.template.spec"
     else:  # the whole manifest again, one label value changed, by another manager
         labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
         if not labels:
@@ -329,7 +330,10 @@ def _run(run: Run) -> Run:
         code, doc = run.diff(work, inst.name)
         drifts = real(doc["drifts"])
         hit = _found(drifts, path)
-        c["false drift"] += len([d for d in drifts if d not in hit])
+        extra = [d for d in drifts if d not in hit]
+        c["false drift"] += len(extra)
+        for d in extra:
+            run.notes.append(f"beside {how} {inst.name} {d['kind']}/{d['name']} {d['path']}: {d['detail'][:100]}")
         if not hit:
             c["missed"] += 1
             run.notes.append(f"missed {how} {obj['kind']}/{obj['metadata']['name']} {path} ({inst.name}): "
