@@ -136,7 +136,8 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show",
                           formatter_class=Help, description=DESCRIPTIONS["init"])
     _installation_flags(init)
-    init.add_argument("-n", "--namespace", help="the installation's namespace (default: the one most manifests name)")
+    init.add_argument("-n", "--namespace", help="the installation's namespace (default: kubectl's, the kubeconfig "
+                                                  "context's namespace, or default)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
     init.add_argument("--force", action="store_true", help="replace an existing config")
     init.add_argument("--chart-values", action="store_true",
@@ -545,6 +546,7 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     from syncer.gitsource import is_rendered, load_source
     from syncer.manifests import host_dir
     from syncer.model import ObjectRef
+    from syncer.kube import context_namespace
     from syncer.onboard import infer, infer_namespace, render
 
     repo = Path(args.repo).resolve() if args.repo else repo_root(Path.cwd())
@@ -560,7 +562,9 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
 
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
     # A kustomization: what kustomize renders (namespaces, kinds), not its files.
-    ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace)
+    ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace,
+                                SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
+                                None if args.namespace else context_namespace(args.kubeconfig, args.context))
     if is_rendered(repo, installation) and not args.namespace:
         ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
     namespace = ns_answer[0]

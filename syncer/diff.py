@@ -63,6 +63,20 @@ class FieldDiff:
         return self.cls is DriftClass.ADDED and (self.is_item or self.moved_live or self.path[:2] in kinds.METADATA_MAPS)
 
 
+#: Labels a tool adds to every object it installs, whatever the manifest says: Helm 3 labels each
+#: release object ``app.kubernetes.io/managed-by: Helm`` (seen on the real server). Only live: no drift.
+TOOL_LABELS = frozenset({("app.kubernetes.io/managed-by", "Helm")})
+
+
+def _json_key(key: Any) -> str:
+    """A YAML map key that is no string, as kubectl's YAML-to-JSON conversion writes it."""
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "null"
+    return str(key)
+
+
 def _empty(value: Any) -> bool:
     return value is None or value == {} or value == [] or value is MISSING
 
@@ -127,8 +141,10 @@ MovedBy = Callable[[Path], bool]
 
 
 class _Walker:
-    def __init__(self, kind: str, ignore: tuple[str, ...], moved_by: MovedBy | None = None) -> None:
+    def __init__(self, kind: str, ignore: tuple[str, ...], moved_by: MovedBy | None = None,
+                 unowned: bool = False) -> None:
         self.kind = kind
+        self.unowned = unowned
         self.ignore = ignore
         self.moved_by = moved_by
         self.out: list[FieldDiff] = []
@@ -162,11 +178,14 @@ class _Walker:
                 return
             before = len(self.out)
             for key, value in git.items():
-                self.walk(value, live.get(key, MISSING), path + (key,), None if lpath is None else lpath + (key,))
+                # kubectl sends a YAML key 404 or true as the JSON key "404", "true"
+                lkey = key if isinstance(key, str) or key in live else _json_key(key)
+                self.walk(value, live.get(lkey, MISSING), path + (key,), None if lpath is None else lpath + (lkey,))
             data = len(path) == 1 and path[0] in kinds.DATA_MAPS.get(self.kind, ()) and self.kind != "Endpoints"
             if data or path in kinds.METADATA_MAPS:
+                spelled = {_json_key(k) for k in git if not isinstance(k, str)}
                 for key, value in live.items():
-                    if key in git:
+                    if key in git or key in spelled or (path[-1:] == ("labels",) and (key, value) in TOOL_LABELS):
                         continue
                     if self.ignore and is_ignored(path + (key,), self.ignore):
                         continue
@@ -175,6 +194,8 @@ class _Walker:
                                                   None if lpath is None else lpath + (key,)))
             elif "metadata" not in path:
                 self.moved_keys(git, live, path, lpath)
+            if path == ("metadata",):
+                self.metadata_maps_only_live(git, live, lpath)
             self.union_swap(git, live, path, lpath, before)
         elif isinstance(git, list):
             if not isinstance(live, list):
@@ -198,6 +219,27 @@ class _Walker:
                 continue
             if self.moved_by(lpath + (key,)):
                 self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED, lpath + (key,), True))
+
+    def metadata_maps_only_live(self, git: dict[str, Any], live: dict[str, Any], lpath: Path | None) -> None:
+        """Labels or annotations added live to an object whose git declares no such map at all
+        (``kubectl annotate deployment/x team=qa`` on a manifest without ``annotations:``): each
+        key a person wrote (``moved_by``) is ``added``. Keys a tool added (Helm's
+        ``app.kubernetes.io/managed-by``, admission, a controller) are not: git never had the map.
+        An object without managedFields (``unowned``) cannot say who wrote them: every such key
+        counts, as it does where git has the map."""
+        if lpath is None or (self.moved_by is None and not self.unowned):
+            return
+        for name in ("labels", "annotations"):
+            held = live.get(name)
+            if name in git or not isinstance(held, dict):
+                continue
+            for key, value in held.items():
+                where = ("metadata", name, key)
+                if name == "labels" and (key, value) in TOOL_LABELS:
+                    continue
+                if (not _empty(value) and not (self.ignore and is_ignored(where, self.ignore))
+                        and (self.unowned or self.moved_by is not None and self.moved_by(lpath + (name, key)))):
+                    self.out.append(FieldDiff(where, None, value, DriftClass.ADDED, lpath + (name, key), True))
 
     def union_swap(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None,
                    before: int) -> None:
@@ -266,13 +308,18 @@ def _cluster_scoped(kind: str, live: dict[str, Any]) -> bool:
 
 
 def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[str, ...] = (),
-            moved_by: MovedBy | None = None) -> list[FieldDiff]:
+            moved_by: MovedBy | None = None, unowned: bool = False) -> list[FieldDiff]:
     """Field-level differences between normalized ``git`` and ``live`` objects.
+
+    ``unowned``: the live object has no managedFields at all (seen on kube-apiserver v1.20 for an
+    ``APIService``, and for an object created with nothing but a name, a ``kubectl create`` of a
+    ServiceAccount, which stays without entries after ``kubectl annotate``): labels and
+    annotations only live count even where git has no such map.
 
     ``moved_by(live_path)``, when given, says whether a manager other than an applier wrote
     the live field there (``ownership.moved_by``): such a key only live is reported ``added``.
     """
-    walker = _Walker(kind, ignore, moved_by)
+    walker = _Walker(kind, ignore, moved_by, unowned)
     for key, value in git.items():
         if key in ("apiVersion", "kind", "status"):
             continue

@@ -110,6 +110,28 @@ def _other_versions(source: LiveSource, ref: ObjectRef) -> list[str]:
     return list(lookup(ref)) if callable(lookup) else []
 
 
+def _plural(kind: str) -> str:
+    """The resource name kubectl knows a kind by, as the API's naming convention makes it
+    (``NetworkPolicy`` -> ``networkpolicies``, ``Ingress`` -> ``ingresses``)."""
+    low = kind.lower()
+    if low.endswith("s"):
+        return low + ("es" if low.endswith(("ss", "us")) else "")
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return low[:-1] + "ies"
+    return low + ("es" if low.endswith(("x", "ch", "sh")) else "s")
+
+
+def other_version_note(ref: ObjectRef, others: Sequence[str]) -> str:
+    """The snapshot holds ``ref`` only in ``others`` (git's ``autoscaling/v1``, the snapshot's
+    ``v2``): not compared, and how to export it in git's version."""
+    group, _, version = ref.api_version.rpartition("/")
+    resource = _plural(ref.kind)
+    where = f" -n {ref.namespace}" if ref.namespace else ""
+    return (f"{ref} not compared: the snapshot holds it as {', '.join(others)}, git declares {ref.api_version}; "
+            f"export it in git's version: kubectl get {resource}.{version}{'.' + group if group else ''} "
+            f"{ref.name}{where} -o yaml --show-managed-fields")
+
+
 def _secret_mask(value: Any) -> Any:
     if value is None:
         return None
@@ -381,11 +403,12 @@ def _object_drifts(
     appliers = tuple(config.appliers)
     # keys only live count where a person wrote them (the rule for items added live, below)
     by_person = ownership.moved_by(live, appliers, lambda who: _added_by_person(who, appliers))
+    unowned = not (live.get("metadata") or {}).get("managedFields")
     if memo:  # a copy: the readiness diffs below extend it
         diffs = list(_COMPARED.get((obj.data, live), (ref.kind, ignore, appliers),
-                                   lambda: compare(ref.kind, git, normalize(live), ignore, by_person)))
+                                   lambda: compare(ref.kind, git, normalize(live), ignore, by_person, unowned)))
     else:
-        diffs = compare(ref.kind, git, normalize(live), ignore, by_person)
+        diffs = compare(ref.kind, git, normalize(live), ignore, by_person, unowned)
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
@@ -554,6 +577,7 @@ def detect(
     errors: list[FileError] = list(manifests.errors)
     warnings: list[FileError] = []
     unreadable: list[ObjectRef] = []
+    notes: list[FileError] = list(manifests.skipped)
     checked: list[ObjectRef] = []
     cache: dict[ObjectRef, Any] = {}  # live objects read in this detection (and candidate lists, see _candidates)
     # A source whose objects are never modified (the watch cache) lets comparisons be remembered
@@ -576,14 +600,12 @@ def detect(
             live = _get_live(source, ref, cache)
             if live is None:
                 others = _other_versions(source, ref)
-                detail = "declared in git, absent live"
-                if others:
-                    detail = (f"git declares {ref.api_version}; the cluster holds {ref.kind} {ref.name} as "
-                              f"{', '.join(others)}: versions differ, not compared field by field")
-                drifts.append(Drift(ref, obj.file, (), "declared", None, Direction.UNKNOWN, DriftClass.REMOVED,
-                                    Action.REPORT, detail=detail,
-                                    reason="absent live in this version; syncer never deletes from git" if others
-                                    else "absent live; syncer never deletes from git"))
+                if others:  # a note, not a drift: nothing says the object differs
+                    notes.append(FileError(obj.file, other_version_note(ref, others)))
+                else:
+                    drifts.append(Drift(ref, obj.file, (), "declared", None, Direction.UNKNOWN, DriftClass.REMOVED,
+                                        Action.REPORT, detail="declared in git, absent live",
+                                        reason="absent live; syncer never deletes from git"))
                 checked.append(ref)
                 continue
             if shadowed and ref in shadowed:
@@ -628,7 +650,7 @@ def detect(
                                               f"{str(exc)[:120]})"))
     _COMPARED.served(reused)  # comparisons not made again
     return Result(config.installation, tuple(drifts), tuple(errors), tuple(checked), tuple(warnings),
-                  tuple(unreadable))
+                  tuple(unreadable), tuple(notes))
 
 
 def secret_fields(kind: str, obj: dict[str, Any], patterns: Sequence[str]) -> list[tuple[str, str]]:

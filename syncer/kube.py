@@ -405,6 +405,41 @@ def load_connection(kubeconfig: str | None, context: str | None) -> Connection:
         raise ConfigError(f"kubeconfig {where}: malformed ({type(exc).__name__}: {str(exc)[:80]})") from None
 
 
+#: Where a pod's service account namespace is (kubectl's default namespace inside a pod).
+SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def context_namespace(kubeconfig: str | None, context: str | None) -> tuple[str, str] | None:
+    """kubectl's default namespace, as (namespace, where it came from): the kubeconfig context's
+    ``namespace`` (``default`` when it names none), in a pod without a kubeconfig the service
+    account's; None when there is no readable kubeconfig nor service account."""
+    from syncer.manifests import parse_documents
+
+    files = _kubeconfig_files(kubeconfig)
+    if not files and not context:
+        try:
+            ns = SA_NAMESPACE_FILE.read_text(encoding="utf-8").strip()
+        except OSError:
+            return None
+        return (ns, "the pod's service account namespace") if ns else None
+    current, contexts = "", []
+    for path in files:
+        try:
+            docs = [d for d in parse_documents(path.read_text(encoding="utf-8"), str(path)) if isinstance(d, dict)]
+        except (OSError, UnicodeDecodeError, ConfigError):
+            continue
+        for doc in docs[:1]:
+            contexts += [c for c in doc.get("contexts") or [] if isinstance(c, dict)]
+            current = current or str(doc.get("current-context") or "")
+    name = context or current
+    ctx = _named({"contexts": contexts}, "contexts", "context", "").get(name) if name else None
+    if ctx is None:
+        return None
+    ns = str(ctx.get("namespace") or "")
+    return (ns, f"the namespace of kubeconfig context {name}") if ns else \
+        ("default", f"kubeconfig context {name} names no namespace: kubectl's default")
+
+
 def _load_connection(kubeconfig: str | None, context: str | None) -> Connection:
     files = _kubeconfig_files(kubeconfig)
     if not files and not context:
@@ -770,7 +805,8 @@ class KubeClient:
             with self._lock:
                 self._resources[api_version] = table
         if kind not in table:
-            raise ClusterError(f"the API server does not serve {kind} in {api_version}")
+            # A KubeError: it costs the objects of that kind only, never the whole run.
+            raise ApiError(f"the API server does not serve {kind} in {api_version}", 404, "NotFound", transient=False)
         return table[kind]
 
     def served(self, api_version: str, kind: str) -> tuple[str, str, bool]:

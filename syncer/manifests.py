@@ -54,6 +54,7 @@ def templated(text: str) -> bool:
     return ("{{" in text or "${" in text) and bool(_TEMPLATE.search(text))
 
 
+_GO_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.S)
 _TEMPLATE = re.compile(r"\{\{.*?\}\}|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[:?=+-][^}\n]*)?\}", re.S)
 
 
@@ -77,6 +78,50 @@ class Manifests:
     objects: dict[ObjectRef, GitObject]
     errors: tuple[FileError, ...]
     source_map: SourceMap | None = None  # None: plain files
+    #: files that are no Kubernetes objects (a chart's source, a template, values): one note each
+    skipped: tuple[FileError, ...] = ()
+
+
+@dataclass(frozen=True)
+class Skipped(FileError):
+    """A file that is not a manifest and is left out with a note, never an error."""
+
+
+#: kustomize's own files (``kustomization.yaml``, components): inputs to a build, never objects.
+_KUSTOMIZE = "kustomize.config.k8s.io/"
+#: A directory holding this file is a Helm chart's source: templates and values, not objects.
+CHART_FILE = "Chart.yaml"
+
+
+def _charts(files: list[Path], repo: Path) -> dict[Path, Skipped]:
+    """The chart directories among ``files`` (a directory with a ``Chart.yaml``), one note each."""
+    roots = sorted({p.parent for p in files if p.name == CHART_FILE})
+    out: dict[Path, Skipped] = {}
+    for root in roots:
+        if any(r in root.parents for r in roots):
+            continue  # a subchart (charts/x/Chart.yaml): its parent's note covers it
+        shown = root.relative_to(repo).as_posix()
+        count = sum(1 for p in files if root in p.parents)
+        out[root] = Skipped(shown, f"{shown}/: a Helm chart's source ({CHART_FILE}, {count} files): skipped; "
+                                   "syncer compares rendered manifests and never edits templates")
+    return out
+
+
+def _skip_reason(text: str, docs: list[Any] | None, entries: list[GitObject | FileError]) -> str | None:
+    """Why a file is no manifest at all (a note, not an error), or None: a Helm/Go template that is not
+    valid YAML or not objects as it stands, or YAML none of whose documents is an object (no
+    ``apiVersion`` nor ``kind``: values, a tool's settings). A file where some document is an
+    object keeps its other documents' problems as errors: a malformed manifest."""
+    failed = docs is None or any(isinstance(e, FileError) for e in entries)
+    if docs and all(isinstance(d, dict) and str(d.get("apiVersion", "")).startswith(_KUSTOMIZE)
+                    for d in docs if d is not None):
+        return "a kustomize file (Kustomization/Component), not an object the cluster holds: skipped"
+    if failed and _GO_TEMPLATE.search(text):
+        return "a template ({{ }} expressions), not objects as it stands: skipped"
+    if docs is not None and failed and not any(
+            isinstance(d, dict) and ("apiVersion" in d or "kind" in d) for d in docs):
+        return "not a Kubernetes object (no document has apiVersion or kind): skipped"
+    return None
 
 
 def check_installation(name: str) -> str:
@@ -418,9 +463,20 @@ def _file_objects(path: Path, display: str, repo: Path, default_namespace: str) 
     out: list[GitObject | FileError] = []
     try:
         text = _read(path, display, repo)
-        docs = parse_documents(text, display)
     except (ConfigError, OSError) as exc:
         return [FileError(display, str(exc))]
+    try:
+        docs = parse_documents(text, display)
+    except ConfigError as exc:
+        why = _skip_reason(text, None, [])
+        return [Skipped(display, f"{display}: {why}") if why else FileError(display, str(exc))]
+    out = _documents_objects(display, text, docs, default_namespace)
+    why = _skip_reason(text, docs, out)
+    return [Skipped(display, f"{display}: {why}")] if why else out
+
+
+def _documents_objects(display: str, text: str, docs: list[Any], default_namespace: str) -> list[GitObject | FileError]:
+    out: list[GitObject | FileError] = []
     marked = templated(text)
     for i, doc in enumerate(docs):
         if doc is None:
@@ -460,8 +516,13 @@ def load_manifests(repo: Path, installation: str, default_namespace: str) -> Man
     The result is shared and read-only, like the ``GitObject`` data it holds."""
     files = manifest_files(repo, installation)
     _CACHE.forget_gone(host_dir(repo, installation), files)
+    charts = _charts(files, Path(repo))
+    if charts:
+        files = [p for p in files if not any(root in p.parents for root in charts)]
     shown = [path.relative_to(repo).as_posix() for path in files]
     parts = tuple((display, _CACHE.file(path, display, repo, default_namespace)) for path, display in zip(files, shown))
+    notes: list[tuple[str, list[GitObject | FileError]]] = [(note.file, [note]) for note in charts.values()]
+    parts = tuple(notes) + parts
     key = (str(Path(repo).absolute()), installation, default_namespace)
     with _INDEXES_LOCK:
         last = _INDEXES.get(key)
@@ -479,8 +540,12 @@ def load_manifests(repo: Path, installation: str, default_namespace: str) -> Man
 def _index(parts: tuple[tuple[str, list[GitObject | FileError]], ...]) -> Manifests:
     objects: dict[ObjectRef, GitObject] = {}
     errors: list[FileError] = []
+    skipped: list[FileError] = []
     for display, entries in parts:
         for obj in entries:
+            if isinstance(obj, Skipped):
+                skipped.append(obj)
+                continue
             if isinstance(obj, FileError):
                 errors.append(obj)
                 continue
@@ -489,4 +554,4 @@ def _index(parts: tuple[tuple[str, list[GitObject | FileError]], ...]) -> Manife
                 errors.append(FileError(display, f"{obj.ref} is declared twice: in {first} and in {display}"))
                 continue
             objects[obj.ref] = obj
-    return Manifests(objects, tuple(errors))
+    return Manifests(objects, tuple(errors), skipped=tuple(skipped))

@@ -174,6 +174,9 @@ class Result:
     warnings: tuple[FileError, ...] = ()
     #: Objects the account may not read (403), of any kind: the Role lacks their grant.
     unreadable: tuple[ObjectRef, ...] = ()
+    #: what was left out, one line each, no drift and no error: files that are no manifests (a
+    #: chart's source, a template), an object the snapshot holds in another version than git's
+    notes: tuple[FileError, ...] = ()
 
     @property
     def in_sync(self) -> bool:
@@ -189,4 +192,5 @@ class Result:
             "drifts": [d.to_json() for d in self.drifts],
             "errors": [e.to_json() for e in self.errors],
             "warnings": [e.to_json() for e in self.warnings],
+            "notes": [e.to_json() for e in self.notes],
         }

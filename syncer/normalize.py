@@ -34,6 +34,12 @@ SERVER_ANNOTATIONS = frozenset(
         "meta.helm.sh/release-name",
         "meta.helm.sh/release-namespace",
         "argocd.argoproj.io/tracking-id",
+        # written by built-in controllers (PV binder, HPA status in v1, token and deployment controllers)
+        "pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller",
+        "volume.beta.kubernetes.io/storage-provisioner", "volume.kubernetes.io/storage-provisioner",
+        "volume.kubernetes.io/selected-node", "autoscaling.alpha.kubernetes.io/conditions",
+        "autoscaling.alpha.kubernetes.io/current-metrics", "kubernetes.io/service-account.uid",
+        "deployment.kubernetes.io/desired-replicas", "deployment.kubernetes.io/max-replicas",
     }
 )
 #: labels the API server or a built-in controller adds to objects; never a person's intent.

@@ -7,7 +7,8 @@ the cluster, and writing the file, is the CLI's job.
 
 What is inferred:
 
-* ``namespace``: the one most manifests name (``-n`` wins when given).
+* ``namespace``: kubectl's: ``-n``, else the kubeconfig context's (or ``default``); the one every
+  namespaced manifest names, or a snapshot holds those naming none in, when there is one.
 * ``track``: ConfigMap ``writeback``; Endpoints and EndpointSlice ``stable`` (a reconciler
   moves them, so only a value that held is written); every other kind present ``report``.
 * ``candidates``: an Endpoints (or the EndpointSlices of its Service) is bound to a ConfigMap
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from syncer.kinds import CLUSTER_SCOPED
 from syncer.model import ObjectRef
 from syncer.values import address_list
 
@@ -87,16 +89,33 @@ def endpoint_addresses(obj: Mapping[str, Any] | None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def infer_namespace(declared: Iterable[ObjectRef], override: str | None) -> tuple[str, str]:
-    """(namespace, why) from the namespaces the manifests name themselves (``""``: none named)."""
+def infer_namespace(declared: Iterable[ObjectRef], override: str | None, snapshot: Iterable[ObjectRef] = (),
+                    context: tuple[str, str] | None = None) -> tuple[str, str]:
+    """(namespace, why), as kubectl would pick the namespace of the manifests that name none
+    (``ref.namespace`` ``""``): ``-n``; else, when every namespaced manifest names one and the
+    same, that one; else the namespace the live ``snapshot`` holds those manifests in (when
+    one); else kubectl's own default, the kubeconfig ``context``'s namespace (``context_namespace``),
+    else ``default``. What most manifests name never decides: kubectl put the others elsewhere."""
     if override:
         return override, f"namespace {override}: given with -n"
-    counts = Counter(ref.namespace for ref in declared if ref.namespace)
-    if not counts:
-        return "default", "namespace default: no manifest names a namespace"
-    (ns, n), total = counts.most_common(1)[0], len(list(declared))
-    others = f"; also: {', '.join(sorted(k for k in counts if k != ns))}" if len(counts) > 1 else ""
-    return ns, f"namespace {ns}: named by {n} of {total} manifests{others}"
+    declared = list(declared)
+    unnamed = {(r.kind, r.name) for r in declared if not r.namespace and r.kind not in CLUSTER_SCOPED}
+    named = Counter(r.namespace for r in declared if r.namespace)
+    if not unnamed and len(named) == 1:
+        ns = next(iter(named))
+        return ns, f"namespace {ns}: named by every namespaced manifest"
+    aside = (f" ({len(unnamed)} manifests name none; others name their own: "
+             f"{', '.join(f'{k} ({n})' for k, n in sorted(named.items()))})") if named else ""
+    held = Counter(r.namespace for r in snapshot if r.namespace and (r.kind, r.name) in unnamed)
+    if len(held) == 1:
+        ns, n = next(iter(held.items()))
+        return ns, f"namespace {ns}: the live snapshot holds {n} of the {len(unnamed)} manifests naming none there{aside}"
+    if len(held) > 1:
+        aside += f"; the snapshot holds them in several namespaces: {', '.join(sorted(held))}"
+    if context is not None:
+        ns, where = context
+        return ns, f"namespace {ns}: {where}, as kubectl apply would use{aside}"
+    return "default", f"namespace default: kubectl's default (no -n, no kubeconfig context){aside}"
 
 
 def _track(kinds: Iterable[str], reasons: list[str]) -> dict[str, str]:

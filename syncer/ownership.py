@@ -2,10 +2,11 @@
 last-applied annotation can be trusted. Pure.
 
 The API server records, for every field, the manager whose write last changed it. An
-*applier* (operation ``Apply``, or a manager named in the ``appliers`` list: client-side
-``kubectl apply``, Helm, Argo CD, Flux, ...) writes what git declares, so a field it owns
-holds what was last applied: a difference there is git's pending change. Any other manager
-(``kubectl-edit``, ``kubectl-patch``, a reconciler) moved the cluster.
+*applier* (a manager named in the ``appliers`` list: ``kubectl apply``, client-side and
+server-side, Helm, Argo CD, Flux, ...) writes what git declares, so a field it owns holds what
+was last applied: a difference there is git's pending change. Any other manager
+(``kubectl-edit``, ``kubectl-patch``, a reconciler, a server-side apply under another field
+manager such as ``--field-manager=hotfix-team``) moved the cluster.
 
 The same rule decides whether the ``last-applied-configuration`` annotation is a base at
 all: anybody who can edit an object can edit that annotation (``kubectl edit`` rewrites it
@@ -48,7 +49,10 @@ class Owner:
     time: str | None  # RFC 3339, seconds
 
     def is_applier(self, appliers: Collection[str]) -> bool:
-        return self.operation == "Apply" or self.manager in appliers
+        """Only the managers named in ``appliers`` apply git; the operation does not say who
+        sent the manifest (``kubectl apply --server-side --field-manager=hotfix-team`` is a live
+        edit with operation ``Apply``)."""
+        return self.manager in appliers
 
 
 def _entries(live: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,7 +123,7 @@ def last_apply_time(live: dict[str, Any], appliers: Collection[str]) -> str | No
     controller's server-side apply of the status subresource is no apply of the manifest."""
     times = [str(e.get("time")) for e in _entries(live)
              if e.get("time") and not e.get("subresource")
-             and (e.get("operation") == "Apply" or e.get("manager") in appliers)]
+             and e.get("manager") in appliers]
     return max(times) if times else None
 
 

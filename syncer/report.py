@@ -118,6 +118,8 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
             out.append(_paint(escape.line(f"      note: {d.base_note}"), "yellow", color))
     for warn in result.warnings:
         out.append(_paint(escape.line(f"warning: {warn.message}"), "yellow", color))
+    for note in result.notes:
+        out.append(_paint(escape.line(f"note: {note.message}"), "yellow", color))
     for err in result.errors:
         out.append(_paint(escape.line(f"error: {err.message}"), "red", color))
     if file_diffs:

@@ -61,12 +61,29 @@ def _remember(key: tuple[str, str, str], new: Planned) -> None:
 def _apply(data: Any, edit_path: tuple[str | int, ...], edit: Edit) -> None:
     """``edit`` applied to plain data (what the file must read back as afterwards)."""
     parent = get_path(data, edit_path[:-1])
+    if parent is MISSING and edit.add and _new_map(data, edit_path):
+        parent = get_path(data, edit_path[:-2])[edit_path[-2]] = {}
     if parent is MISSING:
         raise ConfigError(f"no {format_path(edit_path[:-1]) or '<root>'} to edit")
     if edit.add and isinstance(edit_path[-1], int):
         parent.append(copy.deepcopy(edit.value))
     else:
         parent[edit_path[-1]] = copy.deepcopy(edit.value)
+
+
+def _new_map(data: Any, edit_path: tuple[str | int, ...]) -> bool:
+    """Is ``edit_path`` a key of a map git lacks whose parent map git has (annotations added
+    live to a manifest without ``annotations:``)? Then the keys go in as a new map."""
+    return (len(edit_path) >= 2 and isinstance(edit_path[-2], str) and not isinstance(edit_path[-1], int)
+            and get_path(data, edit_path[:-1]) is MISSING and isinstance(get_path(data, edit_path[:-2]), dict))
+
+
+def _missing_in(doc: YamlFile, index: int, path: tuple[str | int, ...]) -> bool:
+    try:
+        doc.get(index, path)
+    except YamlEditError:
+        return True
+    return False
 
 
 def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
@@ -146,8 +163,12 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Pl
             return
         drift, obj, edit = adds[0]
         full = obj.prefix + edit.path
+        items = [(str(e.path[-1]), e.value) for _, _, e in adds]
         try:
-            doc.add_keys(obj.doc, full[:-1], [(str(e.path[-1]), e.value) for _, _, e in adds])
+            if _missing_in(doc, obj.doc, full[:-1]) and isinstance(doc.get(obj.doc, full[:-2]), dict):
+                doc.add_keys(obj.doc, full[:-2], [(str(full[-2]), dict(items))])
+            else:
+                doc.add_keys(obj.doc, full[:-1], items)
         except YamlEditError as exc:
             raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: {exc}") from exc
         adds.clear()

@@ -37,7 +37,7 @@ def test_init_from_the_asgard_snapshot_rebuilds_the_hand_written_config(tmp_path
         "ConfigMap": "writeback", "Endpoints": "stable"}
     assert made.stable_for == 600
     # What it inferred and why, one line each.
-    assert "namespace ai: named by 9 of 9 manifests" in out
+    assert "namespace ai: named by every namespaced manifest" in out
     assert ("candidates mac-ollama -> ollama-endpoint-manager/MAC_ADDRS: 192.168.68.58 192.168.68.75 are in "
             "that address list and in no other") in out
     assert "candidates m1-ollama -> ollama-endpoint-manager/M1_ADDRS: 100.127.6.20 192.168.68.89" in out
@@ -179,3 +179,34 @@ def test_a_service_whose_slices_git_does_not_declare_is_not_bound_silently(tmp_p
     assert re.search(r"mac-ollama: its EndpointSlice mac-ollama-ipv4 is live only: syncer does not read it "
                      r"until git declares it", out), out
     assert [c.endpoints for c in load_config(host, "vanaheim").candidates] == ["mac-ollama"]
+
+
+def test_namespace_is_kubectls_not_the_one_a_few_manifests_name() -> None:
+    from syncer.onboard import infer_namespace
+
+    unnamed = [ObjectRef("v1", "ConfigMap", "", f"cm{i}") for i in range(6)]
+    named = [ObjectRef("v1", "ConfigMap", "kube-system", f"sys{i}") for i in range(2)]
+    role = [ObjectRef("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r")]
+    declared = unnamed + named + role
+    ns, why = infer_namespace(declared, None, context=("apps", "the namespace of kubeconfig context prod"))
+    assert (ns, why) == ("apps", "namespace apps: the namespace of kubeconfig context prod, as kubectl apply would "
+                                 "use (6 manifests name none; others name their own: kube-system (2))")
+    assert infer_namespace(declared, None)[0] == "default"
+    snapshot = [ObjectRef("v1", "ConfigMap", "web", f"cm{i}") for i in range(4)] + named
+    assert infer_namespace(declared, None, snapshot, ("apps", "x"))[0] == "web"
+    assert infer_namespace(declared, "ops", snapshot, ("apps", "x")) == ("ops", "namespace ops: given with -n")
+    # Every namespaced manifest names the same one: that one (a ClusterRole names none, rightly).
+    assert infer_namespace(named + role, None, context=("apps", "x"))[0] == "kube-system"
+
+
+def test_context_namespace_reads_the_kubeconfig_as_kubectl(tmp_path: Path) -> None:
+    from syncer.kube import context_namespace
+
+    config = tmp_path / "config"
+    config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: a\ncontexts:\n"
+                      "- name: a\n  context: {cluster: c, user: u, namespace: team-a}\n"
+                      "- name: b\n  context: {cluster: c, user: u}\n")
+    assert context_namespace(str(config), None) == ("team-a", "the namespace of kubeconfig context a")
+    assert context_namespace(str(config), "b") == ("default", "kubeconfig context b names no namespace: "
+                                                                "kubectl's default")
+    assert context_namespace(str(tmp_path / "missing"), None) is None

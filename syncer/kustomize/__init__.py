@@ -111,7 +111,7 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
         objects[ref] = GitObject(ref, file, i, (), doc, rendered=True)
     source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm)
     source_map.objects = objects
-    return Manifests(objects, (), source_map)
+    return Manifests(objects, (), source_map=source_map)
 
 
 def _origin(raw: dict[str, object], steps: tuple[str, ...], base: Path) -> Origin:

@@ -123,6 +123,7 @@ class Loop:
         self._errors: set[str] = set()
         self._warnings: set[str] = set()
         self._since: dict[ObjectRef, datetime] | None = None  # change times the previous pass saw
+        self._notes: set[str] = set()
         self.last: PassReport | None = None
         self.passes = 0
 
@@ -240,6 +241,10 @@ class Loop:
         for message in sorted(warnings - self._warnings):
             event(log, logging.WARNING, "cannot compare", error=message)
         self._warnings = warnings
+        notes = {n.message for n in result.notes}  # files skipped, versions not compared: once each
+        for message in sorted(notes - self._notes):
+            event(log, logging.INFO, "note", note=message)
+        self._notes = notes
         for message in out.messages:
             event(log, logging.INFO, message)
 
