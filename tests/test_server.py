@@ -100,7 +100,8 @@ def test_metrics_parse_and_show_the_drift(asgard_repo: Path, fake: FakeKubeAPI, 
     families = {f.name: f for f in text_string_to_metric_families(resp.text)}
     assert all(name.startswith("syncer_") for name in families)
     objects = {s.labels["class"]: s.value for s in families["syncer_drift_objects"].samples}
-    assert objects == {"value": 1.0, "added": 0.0, "removed": 0.0, "pick": 2.0, "undeclared": 0.0, "cleared": 0.0}
+    assert objects == {"value": 1.0, "added": 0.0, "removed": 0.0, "pick": 2.0, "undeclared": 0.0, "cleared": 0.0,
+                       "untracked": 0.0}
     ages = {(s.labels["installation"], s.labels["kind"], s.labels["name"]): s.value
             for s in families["syncer_drift_age_seconds"].samples}
     edited = datetime(2026, 8, 20, 9, 14, tzinfo=timezone.utc)
