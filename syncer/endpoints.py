@@ -149,6 +149,27 @@ def ready_addresses(kind: str, obj: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
+def all_addresses(kind: str, obj: Mapping[str, Any] | None) -> set[str]:
+    """Every address an Endpoints or slice names, ready or not (``notReadyAddresses`` too), canonical."""
+    out: set[str] = set()
+    if not obj:
+        return out
+    if kind == SLICE:
+        eps = obj.get("endpoints")
+        for ep in eps if isinstance(eps, list) else []:
+            out |= _address_set(ep)
+        return out
+    subsets = obj.get("subsets")
+    for subset in subsets if isinstance(subsets, list) else []:
+        for key in ("addresses", "notReadyAddresses"):
+            addresses = subset.get(key) if isinstance(subset, dict) else None
+            for addr in addresses if isinstance(addresses, list) else []:
+                ip = (addr.get("ip") or addr.get("hostname")) if isinstance(addr, dict) else None  # as ready_addresses
+                if ip:
+                    out.add(canonical(str(ip)))
+    return out
+
+
 def candidate_hosts(value: Any) -> set[str]:
     """Host part of every address in a candidate list value (``host``, ``host:port``, ``[v6]:port``)."""
     if not isinstance(value, str):
@@ -403,5 +424,6 @@ def address_drift(ref: ObjectRef, file: str, git: Mapping[str, Any], live: dict[
     edits = tuple(e for e in map(_edit, diffs) if e is not None)
     if kind == SLICE and cls is DriftClass.PICK and binding.candidates is not None:
         edits = pick_edits(git, live, binding.candidates)
+    cands = frozenset(binding.candidates) if binding.candidates is not None else None
     return Drift(ref, file, root, git_addrs, live_addrs, dirn, cls, action, manager, when, detail, reason, edits,
-                 service=binding.service)
+                 service=binding.service, candidates=cands)

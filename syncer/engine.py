@@ -9,7 +9,7 @@ import functools
 import hashlib
 import threading
 from dataclasses import replace
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -42,8 +42,13 @@ class BaseStore(Protocol):
         """The values syncer proposed (PR or commit) for fields of ``ref``."""
         ...
 
-    def propose(self, drifts: Sequence[Drift]) -> bool:
-        """Remember ``drifts``' values before they are pushed."""
+    def propose(self, drifts: Sequence[Drift], head: str | None = None) -> bool:
+        """Remember ``drifts``' values before they are pushed, and ``head``, the commit about to
+        be pushed as (or already found as) the PR branch's head."""
+        ...
+
+    def pushed_heads(self) -> Collection[str] | None:
+        """The PR branch heads recorded by ``propose`` (None: this record never held one)."""
         ...
 
 

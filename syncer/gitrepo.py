@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -214,10 +214,19 @@ class Workspace:
                      network=True)
         return sha
 
-    def foreign_commits(self, branch_sha: str) -> list[str]:
-        """Commits on a syncer branch (beyond base) that syncer did not author."""
-        out = self.git("log", "--format=%H %ae", f"refs/remotes/origin/{self.base}..{branch_sha}")
-        return [line.split()[0] for line in out.splitlines() if line.split()[1:] != [self.identity.email]]
+    def foreign_commits(self, branch_sha: str, pushed: Collection[str] | None = None) -> list[str]:
+        """Commits on a syncer branch (beyond base) that syncer did not make.
+
+        ``pushed``: the commits syncer recorded pushing (the sidecar's state record); any other
+        commit is foreign, whatever its author says. Without that record (``None``: a one-shot
+        ``sync``) a commit is syncer's when both its author and committer email are syncer's --
+        which anyone who can push can also write (SECURITY.md)."""
+        if pushed is not None:
+            out = self.git("log", "--format=%H", f"refs/remotes/origin/{self.base}..{branch_sha}")
+            return [sha for sha in out.split() if sha not in pushed]
+        out = self.git("log", "--format=%H %ae %ce", f"refs/remotes/origin/{self.base}..{branch_sha}")
+        mine = [self.identity.email, self.identity.email]
+        return [line.split()[0] for line in out.splitlines() if line.split()[1:] != mine]
 
     def push_branch(self, branch: str, expected: str | None) -> bool:
         """Point ``branch`` at HEAD, only if it still is at ``expected`` (lease). False if it moved."""

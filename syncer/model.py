@@ -122,6 +122,9 @@ class Drift:
     base: str = ""  # the base that decided the direction (syncer.bases: last-applied, ownership, ...)
     base_why: str = ""  # what that base showed, in one line
     base_note: str = ""  # a base that was set aside, and why (a tainted last-applied annotation)
+    #: Endpoints family: the candidate hosts of the binding as this detection read them (None:
+    #: no candidate list binds the Service). Never shown; what ``sync.keep_transient`` checks.
+    candidates: frozenset[str] | None = None
 
     @property
     def path_text(self) -> str:

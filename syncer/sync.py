@@ -202,22 +202,28 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
     raise GitError(f"{ws.base} kept moving: gave up after {MAX_PUSH_ATTEMPTS} attempts; will retry", transient=True)
 
 
-def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> list[Drift]:
+def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> tuple[list[Drift], list[str]]:
     """Endpoints (and EndpointSlice) picks already proposed on the open branch, kept while the
-    backend is away.
+    backend is away; and one line for each branch version refused.
 
     A pick proposed earlier is still the best value known when its Endpoints is cleared (the
     host sleeps) or re-made and not yet stable again; dropping it would rewrite the branch
     and the PR at every sleep/wake flap. The edits are recomputed from base to the branch's
     version, so the branch's bytes come out identical.
+
+    The branch is only a memory, and anyone who can push may write it: a version is kept only
+    while every address it adds is among the candidates of its binding as this detection read
+    them (``Drift.candidates``), and only its address part is taken (never ports or other fields).
+    An address in no candidate list is never carried, whoever the commit says wrote it.
     """
     from syncer.diff import compare
-    from syncer.endpoints import address_root, is_family, ready_addresses
+    from syncer.endpoints import address_root, all_addresses, is_address_path, is_family, ready_addresses
     from syncer.manifests import object_ref, parse_documents
     from syncer.normalize import normalize
     from syncer.values import describe_change
 
     kept: list[Drift] = []
+    refused: list[str] = []
     texts: dict[str, list[Any]] = {}
     for d in result.drifts:
         if not is_family(d.ref.kind) or d.path != address_root(d.ref.kind) or d.action is Action.WRITE \
@@ -242,16 +248,23 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
                     continue
         if proposed is None:
             continue
+        added = all_addresses(d.ref.kind, proposed) - all_addresses(d.ref.kind, obj.data)
+        outside = sorted(added - d.candidates) if d.candidates is not None else sorted(added)
+        if outside:
+            refused.append(f"{d.ref}: the open branch points it at {' '.join(outside)}, in no candidate list "
+                           f"{'bound to Service ' + d.service if d.candidates is not None else '(none binds it)'}; "
+                           "not kept")
+            continue
         fds = compare(d.ref.kind, normalize(obj.data), normalize(proposed))
         edits = tuple(Edit(fd.path, fd.live, add=fd.cls is DriftClass.ADDED) for fd in fds
-                      if fd.cls in (DriftClass.VALUE, DriftClass.ADDED))
+                      if fd.cls in (DriftClass.VALUE, DriftClass.ADDED) and is_address_path(d.ref.kind, fd.path))
         if not edits:
             continue
         live = " ".join(ready_addresses(d.ref.kind, proposed)) or None
         kept.append(replace(d, live=live, cls=DriftClass.PICK, action=Action.WRITE, edits=edits,
                             detail=describe_change(d.git or "", live or ""),
                             reason="kept from the open pull request while the backend is away or not yet stable"))
-    return kept
+    return kept, refused
 
 
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
@@ -265,14 +278,18 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
                                               observed_since, ws)
     remote = ws.fetch_branch(branch)
-    foreign = ws.foreign_commits(remote) if remote else []
+    # With a state record, syncer's own commits are the ones it recorded pushing (an author
+    # email anyone can write proves nothing); a record that never held one falls back to the
+    # emails once (an upgrade), as a one-shot ``sync`` without a record always does.
+    foreign = ws.foreign_commits(remote, store.pushed_heads() if store is not None else None) if remote else []
+    refused: list[str] = []
     if remote and not foreign:
-        kept = keep_transient(ws, remote, result, loaded.manifests)
+        kept, refused = keep_transient(ws, remote, result, loaded.manifests)
         if kept:
             order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
             drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
             result, drifts, changes = _plan(ws.path, installation, result, drifts, loaded)
-    out = Outcome(result, drifts, changes, loaded=loaded)
+    out = Outcome(result, drifts, changes, loaded=loaded, messages=refused)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
         if forge is not None:
@@ -293,8 +310,8 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
     out.loaded = None  # the files changed: the sidecar loads them again
     unchanged = remote is not None and ws.tree(remote) == ws.tree() and ws.git("rev-parse", f"{remote}^") == base_sha
-    if store is not None:
-        store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
+    if store is not None:  # before the push: git never holds a proposal (nor a head) syncer does not remember
+        store.propose(drifts, head=remote if unchanged else out.commit)
     if unchanged:
         out.commit = remote
         out.messages.append(f"{branch} already holds this change")

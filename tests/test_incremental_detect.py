@@ -68,8 +68,11 @@ class Store:
             raise ClusterError("state ConfigMap/ai/syncer-state not read yet", transient=True)
         return {}
 
-    def propose(self, drifts: Sequence[Drift]) -> bool:
+    def propose(self, drifts: Sequence[Drift], head: str | None = None) -> bool:
         return True
+
+    def pushed_heads(self) -> list[str] | None:
+        return None
 
 
 class World:

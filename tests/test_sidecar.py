@@ -762,3 +762,46 @@ def test_an_untracked_object_is_proposed_by_a_pass_like_any_drift(agreed: Path, 
     assert files == [f"hosts/asgard/untracked/{NS}/configmap-feature-flags.yaml",
                      f"hosts/asgard/untracked/{NS}/configmap-incident-notes.yaml"]
     assert 'NEW_UI: "on"' in git(origin(agreed), "show", f"main:{files[0]}")
+
+
+def test_a_branch_head_syncer_did_not_record_pushing_is_foreign_whatever_its_author_says(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
+    # F9, second layer: with a state record, syncer's own commits are the heads it recorded
+    # pushing. A commit written as syncer (author and committer) by someone who may push is not one.
+    seed(fake, agreed)
+    clock = FakeClock(datetime(2026, 8, 21, 7, 0, tzinfo=UTC))
+    sc = sidecar(fake, agreed, tmp_path, mode=Mode.PR, clock=clock)
+    sc.start(run_loop=False)
+    try:
+        assert sc.loop.step() is not None
+        seen = sc.cache.version
+        set_endpoints(fake, "mac-ollama", "100.115.97.90", "2026-08-21T07:00:00Z")  # a declared candidate
+        wait_for(lambda: sc.cache.version > seen)
+        run_until(sc, clock, datetime(2026, 8, 21, 7, 11, tzinfo=UTC))
+        own = git(origin(agreed), "rev-parse", "refs/heads/syncer/asgard")
+        assert sc.store is not None and sc.store.pushed_heads() == [own]
+        state = fake.get("v1", "ConfigMap", NS, "syncer-state")
+        assert json.loads(state["data"]["asgard.json"])["pushed"] == [own]
+        # Someone pushes a commit on top, as syncer: m1-ollama to its other candidate.
+        other = tmp_path / "attacker"
+        git(tmp_path, "clone", "-q", "-b", "syncer/asgard", str(origin(agreed)), str(other))
+        backends = other / "hosts" / "asgard" / "ollama-backends.yaml"
+        backends.write_text(backends.read_text().replace("ip: 192.168.68.89", "ip: 100.127.6.20", 1))
+        as_syncer = {"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(other), "GIT_CONFIG_NOSYSTEM": "1",
+                     "GIT_AUTHOR_NAME": "syncer", "GIT_AUTHOR_EMAIL": "syncer@users.noreply.local",
+                     "GIT_COMMITTER_NAME": "syncer", "GIT_COMMITTER_EMAIL": "syncer@users.noreply.local"}
+        subprocess.run(["git", "commit", "-qam", "syncer(asgard): copy 2 live value(s) back from the cluster"],
+                       cwd=other, env=as_syncer, check=True, capture_output=True)
+        git(other, "push", "-q", "origin", "syncer/asgard")
+        forged = git(other, "rev-parse", "HEAD")
+        # m1-ollama clears: before, the forged "pick" was kept and re-committed as syncer's own.
+        seen = sc.cache.version
+        set_endpoints(fake, "m1-ollama", None, "2026-08-21T07:12:00Z")
+        wait_for(lambda: sc.cache.version > seen)
+        [report] = run_until(sc, clock, datetime(2026, 8, 21, 7, 12, 30, tzinfo=UTC))
+        assert report.outcome is not None and report.error is None
+        assert "syncer/asgard has 1 commit(s) not made by syncer; leaving it alone" in report.outcome.messages
+    finally:
+        sc.stop()
+    assert git(origin(agreed), "rev-parse", "refs/heads/syncer/asgard") == forged
+    assert sc.store.pushed_heads() == [own]

@@ -60,6 +60,29 @@ def test_state_is_created_then_replaced_with_its_resource_version(fake: FakeKube
     assert again.base(REF) == {**data, "data": {"A": "2"}}
 
 
+def test_pushed_branch_heads_are_recorded_with_the_proposals_and_survive_a_restart(fake: FakeKubeAPI,
+                                                                                   tmp_path: Path) -> None:
+    api = api_client(fake, tmp_path)
+    store = ConfigMapStore(api, NS, "asgard")
+    store.refresh()
+    assert store.pushed_heads() is None  # never recorded: sync_pr falls back to the commit emails
+    data = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": REF.name, "namespace": NS},
+            "data": {"A": "1"}}
+    assert store.record({REF: data}, keep=[REF])
+    assert "pushed" not in stored(fake) and store.pushed_heads() is None
+    heads = [f"{n:040x}" for n in range(1, 11)]
+    assert store.propose([], head=heads[0])  # one write: the head is the whole change
+    assert stored(fake)["pushed"] == heads[:1]
+    assert not store.propose([], head=heads[0])  # recorded already: no write
+    for head in heads[1:]:
+        store.propose([], head=head)
+    assert store.pushed_heads() == heads[-8:]  # the newest few
+    assert store.record({REF: {**data, "data": {"A": "2"}}}, keep=[REF])  # recording agreement keeps them
+    again = ConfigMapStore(api, NS, "asgard")  # a restart, or the next leader, reads them back
+    again.refresh()
+    assert again.pushed_heads() == heads[-8:] and again.base(REF) == {**data, "data": {"A": "2"}}
+
+
 def test_a_concurrent_write_is_detected_and_redone_at_the_next_pass(fake: FakeKubeAPI, tmp_path: Path) -> None:
     api = api_client(fake, tmp_path)
     mine, theirs = ConfigMapStore(api, NS, "asgard"), ConfigMapStore(api, NS, "other")

@@ -237,3 +237,66 @@ def test_the_base_branch_defaults_to_the_remotes_default_branch(tmp_path: Path) 
     code, out, err = run("sync", "asgard", "--repo", str(work), "--remote", str(empty),
                          "--live-file", str(EXAMPLE_LIVE), "--mode", "commit")
     assert code == 2 and err.count("\n") == 1 and "names no default branch" in err and "--base-branch" in err, err
+
+
+SYNCER_AS_AUTHOR = {"GIT_AUTHOR_NAME": "syncer", "GIT_AUTHOR_EMAIL": "syncer@users.noreply.local"}
+
+
+def forge_branch(tmp_path: Path, old: str, new: str, env: dict[str, str]) -> str:
+    """Someone who may push writes ``syncer/asgard`` (base + one commit turning ``old`` into
+    ``new`` in ollama-backends.yaml) under the identity ``env`` gives; its sha."""
+    other = tmp_path / "attacker"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(other))
+    git(other, "checkout", "-q", "-b", "syncer/asgard")
+    backends = other / "hosts" / "asgard" / "ollama-backends.yaml"
+    text = backends.read_text()
+    assert old in text
+    backends.write_text(text.replace(old, new, 1))
+    subprocess.run(["git", "commit", "-qam", "syncer(asgard): copy 1 live value(s) back from the cluster"],
+                   cwd=other, check=True, capture_output=True,
+                   env={"PATH": "/usr/bin:/bin:/usr/local/bin", "HOME": str(other), "GIT_CONFIG_NOSYSTEM": "1",
+                        "GIT_COMMITTER_NAME": "Ops Person", "GIT_COMMITTER_EMAIL": "ops@example.invalid", **env})
+    git(other, "push", "-q", "origin", "syncer/asgard")
+    return git(other, "rev-parse", "HEAD")
+
+
+def live_with_mac_cleared(tmp_path: Path) -> Path:
+    import yaml
+    doc = yaml.safe_load(EXAMPLE_LIVE.read_text())
+    for item in doc["items"]:
+        if item["kind"] == "Endpoints" and item["metadata"]["name"] == "mac-ollama":
+            item.pop("subsets", None)  # the Mac sleeps
+    live = tmp_path / "live-cleared.yaml"
+    live.write_text(yaml.safe_dump(doc))
+    return live
+
+
+def test_a_forged_pick_of_an_address_in_no_candidate_list_is_never_carried(asgard_repo: Path,
+                                                                           tmp_path: Path) -> None:
+    # F9: author and committer both say syncer; the address is in no candidate list.
+    forged = forge_branch(tmp_path, "ip: 192.168.68.58", "ip: 203.0.113.66",
+                          {**SYNCER_AS_AUTHOR, "GIT_COMMITTER_NAME": "syncer",
+                           "GIT_COMMITTER_EMAIL": "syncer@users.noreply.local"})
+    code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file",
+                         str(live_with_mac_cleared(tmp_path)), "--mode", "pr", "--forge", "none")
+    assert (code, err) == (0, ""), out
+    assert ("Endpoints/ai/mac-ollama: the open branch points it at 203.0.113.66, in no candidate list bound to "
+            "Service mac-ollama; not kept") in out
+    pr = [ln for ln in out.partition("--- pull request ---")[2].splitlines() if not ln.startswith("syncer: ")]
+    assert pr and not [ln for ln in pr if "203.0.113.66" in ln]  # no PR row shows it
+    git(asgard_repo, "fetch", "-q", "origin")
+    head = git(asgard_repo, "rev-parse", "origin/syncer/asgard")
+    assert head != forged and "203.0.113.66" not in git(asgard_repo, "show", head)
+    assert "ip: 192.168.68.58" in git(asgard_repo, "show", f"{head}:hosts/asgard/ollama-backends.yaml")
+    assert git(asgard_repo, "log", "-1", "--format=%s", head).startswith("syncer(asgard): copy 3 live value(s)")
+
+
+def test_a_commit_authored_as_syncer_but_committed_by_someone_else_is_foreign(asgard_repo: Path,
+                                                                            tmp_path: Path) -> None:
+    # Without a state record the emails are all syncer has: both must be its own.
+    forged = forge_branch(tmp_path, "ip: 192.168.68.58", "ip: 100.115.97.90", SYNCER_AS_AUTHOR)
+    code, out, _ = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file",
+                       str(live_with_mac_cleared(tmp_path)), "--mode", "pr", "--forge", "none")
+    assert code == 0 and "syncer/asgard has 1 commit(s) not made by syncer; leaving it alone" in out, out
+    git(asgard_repo, "fetch", "-q", "origin")
+    assert git(asgard_repo, "rev-parse", "origin/syncer/asgard") == forged

@@ -25,6 +25,12 @@ Proposals older than the one git holds are dropped as soon as syncer sees that, 
 reverting git to one of them later is a git-side change again; the one git holds is never
 dropped, however many newer ones follow while its PR waits.
 
+``pushed`` (also without ``/``) lists the shas of the PR branch heads syncer pushed (or found
+and adopted), newest last, at most ``MAX_PUSHED``, written by ``propose(head=)`` in the same
+write as the proposals, before the push. It is how ``sync_pr`` tells syncer's own commits on
+``syncer/<installation>`` from anyone else's: an author email proves nothing, anyone who can
+push can write it. Absent (never written): the emails decide once, and the head is recorded.
+
 Rules:
 
 * an object is recorded whenever git and the cluster agree on it (a pass found no drift);
@@ -63,6 +69,11 @@ log = logging.getLogger("syncer.state")
 DEFAULT_NAME = "syncer-state"
 #: Key of the proposals in the record's JSON map (object keys always contain "/").
 PROPOSED = "proposed"
+#: Key of the PR branch heads syncer pushed (``propose(head=)``), newest last.
+PUSHED = "pushed"
+#: Branch heads remembered: the newest is the one that counts; a few more cover a push that
+#: was recorded and then lost (the remote kept the one before).
+MAX_PUSHED = 8
 #: Proposed values remembered per field: a reviewer merges one of the last few branch versions.
 MAX_PROPOSALS = 8
 LABELS = {"app.kubernetes.io/managed-by": "syncer", "app.kubernetes.io/component": "state"}
@@ -144,6 +155,7 @@ class ConfigMapStore:
         self._records: dict[str, dict[str, Any]] = {}
         self._raw: str | None = None  # the record's text that _records/_proposed came from
         self._proposed: dict[str, dict[str, list[Any]]] = {}  # ref key -> {JSON of a field path: values}
+        self._pushed: list[str] | None = None  # PR branch heads syncer pushed; None: never recorded
         self._configmap: dict[str, Any] | None = None  # as last read or written
         self._loaded = False
         self.writes = 0
@@ -174,6 +186,14 @@ class ConfigMapStore:
             fields = self._proposed.get(ref_key(ref)) or {}
             return {tuple(json.loads(p)): json.loads(json.dumps(v)) for p, v in fields.items()}
 
+    def pushed_heads(self) -> list[str] | None:
+        """The PR branch heads syncer recorded pushing, oldest first; None when the record never
+        held any (written by a syncer before this record existed, or never a PR pushed)."""
+        with self._lock:
+            if not self._loaded:
+                raise ClusterError(f"state {self.describe()} not read yet", transient=True)
+            return None if self._pushed is None else list(self._pushed)
+
     # -- reading and writing --------------------------------------------------------
 
     def refresh(self) -> None:
@@ -181,6 +201,7 @@ class ConfigMapStore:
         cm = self.api.call("GET", f"{self.path}/{self.name}", what=f"get state {self.describe()}")
         records: dict[str, dict[str, Any]] = {}
         proposed: dict[str, dict[str, list[Any]]] = {}
+        pushed: list[str] | None = None
         raw = ((cm or {}).get("data") or {}).get(self.key)
         packed = None if raw else ((cm or {}).get("binaryData") or {}).get(self.packed_key)
         if packed:
@@ -190,7 +211,7 @@ class ConfigMapStore:
             # The text last read or written: what it gave still holds (every pass reads the
             # record; parsing a large one is most of a pass).
             with self._lock:
-                records, proposed = self._records, self._proposed
+                records, proposed, pushed = self._records, self._proposed, self._pushed
             rejected = self.rejected
         elif raw:
             try:
@@ -211,6 +232,9 @@ class ConfigMapStore:
                 parsed = {}
             if isinstance(parsed, dict):
                 found = parsed.pop(PROPOSED, None)
+                heads = parsed.pop(PUSHED, None)
+                if isinstance(heads, list):
+                    pushed = [h for h in heads if isinstance(h, str)][-MAX_PUSHED:]
                 records = {str(k): v for k, v in parsed.items() if isinstance(v, dict)}
                 if isinstance(found, dict):
                     proposed = {str(k): {str(p): list(vs) for p, vs in v.items()
@@ -222,6 +246,7 @@ class ConfigMapStore:
         self.rejected = rejected
         with self._lock:
             self._configmap, self._records, self._proposed, self._loaded = cm, records, proposed, True
+            self._pushed = pushed
             self._raw = raw
 
     def record(self, agreed: Mapping[ObjectRef, dict[str, Any]], keep: Iterable[ObjectRef]) -> bool:
@@ -246,9 +271,9 @@ class ConfigMapStore:
                                               for p, vs in fields.items()}
             if records == self._records and proposed == self._proposed:
                 return False
-            cm = self._configmap
+            cm, pushed = self._configmap, self._pushed
         try:
-            self._write(cm, records, proposed)
+            self._write(cm, records, proposed, pushed)
         except Conflict:
             event(log, logging.INFO, "state changed underneath us; re-reading, writing at the next pass",
                   ref=f"ConfigMap/{self.namespace}/{self.name}")
@@ -256,10 +281,12 @@ class ConfigMapStore:
             return False
         return True
 
-    def propose(self, drifts: Iterable[Drift]) -> bool:
-        """Remember the values of ``drifts`` (about to be pushed) as syncer's proposals; True if
-        written. Called before the push: any failure (a 409 included) is raised, so the pass
-        retries rather than pushing a proposal that is not remembered."""
+    def propose(self, drifts: Iterable[Drift], head: str | None = None) -> bool:
+        """Remember the values of ``drifts`` (about to be pushed) as syncer's proposals, and
+        ``head``, the commit about to be the PR branch's head (what ``pushed_heads`` tells
+        syncer's own branch by); True if written. Called before the push: any failure (a 409
+        included) is raised, so the pass retries rather than pushing a proposal or a head that
+        is not remembered."""
         with self._lock:
             if not self._loaded:
                 raise ClusterError(f"state {self.describe()} not read yet", transient=True)
@@ -272,11 +299,14 @@ class ConfigMapStore:
                     key = json.dumps(list(edit.path))
                     git = d.git if edit.path == d.path else None  # d.git is git's value at d.path only
                     fields[key] = _remember(list(fields.get(key) or []), edit.value, git)
-            if proposed == self._proposed:
+            pushed = self._pushed
+            if head is not None:
+                pushed = ([h for h in pushed or [] if h != head] + [head])[-MAX_PUSHED:]
+            if proposed == self._proposed and pushed == self._pushed:
                 return False
             cm, records = self._configmap, self._records
         try:
-            self._write(cm, records, proposed)
+            self._write(cm, records, proposed, pushed)
         except Conflict:
             self.refresh()
             raise ClusterError(f"{self.describe()} changed while recording a proposal; will retry",
@@ -284,10 +314,12 @@ class ConfigMapStore:
         return True
 
     def _write(self, cm: dict[str, Any] | None, records: dict[str, dict[str, Any]],
-               proposed: dict[str, dict[str, list[Any]]]) -> None:
+               proposed: dict[str, dict[str, list[Any]]], pushed: list[str] | None) -> None:
         doc: dict[str, Any] = dict(records)
         if proposed:
             doc[PROPOSED] = proposed
+        if pushed is not None:
+            doc[PUSHED] = pushed
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
         data = {k: v for k, v in ((cm or {}).get("data") or {}).items() if k != self.key}
         binary = {k: v for k, v in ((cm or {}).get("binaryData") or {}).items() if k != self.packed_key}
@@ -305,7 +337,7 @@ class ConfigMapStore:
                 "--state-configmap", transient=False)
         written = self._create(data, binary) if cm is None else self._replace(cm, data, binary)
         with self._lock:
-            self._configmap, self._records, self._proposed = written, records, proposed
+            self._configmap, self._records, self._proposed, self._pushed = written, records, proposed, pushed
             self._raw = raw
             self.writes += 1
         self.rejected = None  # our own record replaced the refused one
