@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The shared real-world corpus sits beside the checkout (/work/main -> /work/shared/corpus).
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+#: The real-world corpus the tests carry (tests/data/corpus; sources and licences in its SOURCES.md).
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
 

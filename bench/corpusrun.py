@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="apply,ssa,create,helm")
     ap.add_argument("--limit", type=int, default=0, help="only the first N corpus files")
     ap.add_argument("--corpus", default=os.environ.get("SYNCER_CORPUS", str(CORPUS)),
-                    help="the corpus directory (default ../shared/corpus beside the checkout)")
+                    help="the corpus directory (default tests/data/corpus, a copy of the shared corpus)")
     args = ap.parse_args(argv)
     corpus = Path(args.corpus)
     files = sorted(corpus.glob("*/*.y*ml"))

@@ -21,7 +21,7 @@ from syncer.errors import ConfigError
 from syncer.manifests import GitObject, parse_documents, templated
 from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.normalize import MISSING, get_path
-from syncer.yamledit import Doc, YamlEditError, YamlFile, load
+from syncer.yamledit import Doc, YamlEditError, YamlFile
 
 
 @dataclass(frozen=True)
@@ -108,43 +108,54 @@ def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple
 
 
 #: The parses of a file planned before, by (file, hash of its text): the editor's documents
+#: (as text: see ``YamlFile.parse``; parsed, for a document over ``_COPY_OVER`` characters)
 #: and the plain data of every document (what the file must read back as, before the edits).
-#: The sidecar plans a file again whenever a live value in it changes, and the pure-Python
-#: parse is most of the cost. Edits change what they touch in place, so each plan gets fresh
-#: copies of the documents it edits and shares the others (an edit never touches another
-#: document; the verification compares the whole file anyway).
-_PARSED: OrderedDict[tuple[str, str], tuple[list[Doc], list[Any]]] = OrderedDict()
-#: Bounded by the text held: the parses take ~80 bytes of memory per byte of text, and the
+#: The sidecar plans a file again whenever a live value in it changes. Edits change what they
+#: touch in place, so each plan parses the documents it edits afresh (a few milliseconds for a
+#: document of a few hundred bytes) or, for a big one, copies the remembered parse (faster
+#: than the pure-Python parser); an edit never touches another document, and the
+#: verification compares the whole file anyway.
+_PARSED: OrderedDict[tuple[str, str], tuple[list[Doc | str], list[Any]]] = OrderedDict()
+#: Bounded by the text held (a parse takes ~80 bytes of memory per byte of its text), so the
 #: sidecar stays small (bench/RESULTS.md); a bigger file is parsed every time, as before.
 _PARSED_MAX_CHARS = 128 * 1024
+_COPY_OVER = 8 * 1024
+
+
+def _text(docs: list[Doc | str]) -> str:
+    return "".join(d if isinstance(d, str) else d.text for d in docs)
 
 
 def _parsed(file: str, old: str, touched: set[int]) -> tuple[YamlFile, list[Any]]:
     """``YamlFile.parse(old, file)`` and ``parse_documents(old, file)``, from the remembered
-    parses when there are some."""
+    parses when there are some. The editor parses only the *touched* documents."""
     key = (file, hashlib.sha256(old.encode()).hexdigest())
     with _PLANNED_LOCK:
         found = _PARSED.get(key)
         if found is not None:
             _PARSED.move_to_end(key)
-    if found is None or "".join(d.text for d in found[0]) != old:
+    if found is None or _text(found[0]) != old:
         try:
-            docs = load(old)
-        except Exception:  # noqa: BLE001 -- the editor's own parse says what is wrong, as it always did
-            YamlFile.parse(old, file)
+            data = parse_documents(old, file)
+        except ConfigError:
+            YamlFile.parse(old, file, lazy=False)  # the editor's own parse says what is wrong, as it always did
             raise
-        found = (docs, parse_documents(old, file))
-        if len(old) > _PARSED_MAX_CHARS:
-            return YamlFile(old, file, found[0]), found[1]  # not kept: nothing to copy
+        found = (YamlFile.parse(old, file, count=len(data)).pieces(), data)
+    docs, data = found
+    edited = YamlFile(old, file, [copy.deepcopy(d) if i in touched and not isinstance(d, str) else d
+                                  for i, d in enumerate(docs)])
+    now = edited.pieces(touched)  # the touched documents parsed, owned by this plan
+    big = {i for i in touched if 0 <= i < len(docs) and len(_text(docs[i:i + 1])) > _COPY_OVER and isinstance(docs[i], str)}
+    if big:
+        docs = [copy.deepcopy(now[i]) if i in big else d for i, d in enumerate(docs)]
+    if len(old) <= _PARSED_MAX_CHARS:  # else not kept
         with _PLANNED_LOCK:
-            _PARSED[key] = found
-            held = sum(len(d.text) for kept, _ in _PARSED.values() for d in kept)
+            _PARSED[key] = (docs, data)
+            held = sum(len(_text(kept)) for kept, _ in _PARSED.values())
             while held > _PARSED_MAX_CHARS:
                 _, (gone, _) = _PARSED.popitem(last=False)
-                held -= sum(len(d.text) for d in gone)
-    docs, data = found
-    return (YamlFile(old, file, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(docs)]),
-            [copy.deepcopy(d) if i in touched else d for i, d in enumerate(data)])
+                held -= len(_text(gone))
+    return edited, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(data)]
 
 
 def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:

@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The tests' own data: the real-world corpus, the fidelity pairs, the GitHub API description
+#: (their sources and licences in each folder's SOURCES.md / README.md; see tests/data/README.md).
+DATA = ROOT / "tests" / "data"
 EXAMPLE_LIVE = ROOT / "examples" / "asgard-live.yaml"
 #: A fixed "now", well after every change recorded in the example snapshot.
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=timezone.utc)

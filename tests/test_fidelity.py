@@ -1,4 +1,4 @@
-"""The shared fidelity pairs (../shared/fidelity), driven through the CLI on real git.
+"""The fidelity pairs (tests/data/fidelity), driven through the CLI on real git.
 
 Each pair is a manifest and the live object a real API server returned for it, from public
 diff test suites (gitops-engine, argo-cd, kubectl-neat).  For every pair: ``syncer diff`` must
@@ -27,13 +27,13 @@ import pytest
 
 if not __package__:  # run as a script: the checkout's ``tests`` package, after any syncer on PYTHONPATH
     sys.path.append(str(Path(__file__).resolve().parents[1]))
-from tests.conftest import NOW, git  # noqa: E402
+from tests.conftest import DATA, NOW, git  # noqa: E402
 
 from syncer.cli import main  # noqa: E402
 from syncer.manifests import parse_documents  # noqa: E402
 
-PAIRS = Path(__file__).resolve().parents[2] / "shared" / "fidelity"
-CASES = sorted(p.name for p in PAIRS.iterdir() if (p / "hosts").is_dir()) if PAIRS.is_dir() else []
+PAIRS = DATA / "fidelity"
+CASES = sorted(p.name for p in PAIRS.iterdir() if (p / "hosts").is_dir())
 
 #: Pairs whose source test sees no difference.
 EQUAL = {
@@ -91,7 +91,6 @@ PR_WRITES: dict[str, dict[str, str]] = {
                       "spec.servers[1].enabled": "spec.servers[1].enabled"},
 }
 
-pytestmark = pytest.mark.skipif(not CASES, reason=f"shared fidelity pairs not found at {PAIRS}")
 
 
 def _path(text: str) -> tuple[str | int, ...]:

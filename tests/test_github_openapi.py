@@ -1,7 +1,7 @@
 """Check our GitHub client and our fake GitHub against GitHub's own OpenAPI description.
 
 Every request the client sends to the fake and every answer the fake gives is recorded
-and validated with ``openapi-core`` against ``shared/forge-api/github-rest-pulls.json``
+and validated with ``openapi-core`` against ``tests/data/forge-api/github-rest-pulls.json``
 (GitHub's published description, trimmed to the PR endpoints): request parameters and
 bodies, response bodies. So the client cannot drift from the real API, and neither can
 the fake the other tests trust.
@@ -19,20 +19,14 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import DATA
 from tests.fakes.forges import FakeGitHub, FakeTime, init_bare_repo
 
 from syncer.errors import PullRequestExists
 from syncer.forges.github import GitHubForge
 from syncer.pullrequest import PrOutcome, Proposal, reconcile_pull_request
 
-# shared/ sits next to the repository (or next to the directory of its worktrees)
-_SPEC = Path("shared") / "forge-api" / "github-rest-pulls.json"
-SPEC_PATH = next((p / _SPEC for p in Path(__file__).resolve().parents[2:4] if (p / _SPEC).exists()),
-                 Path(__file__).resolve().parents[2] / _SPEC)
-
-pytestmark = pytest.mark.skipif(
-    not SPEC_PATH.exists(), reason=f"GitHub OpenAPI description not found at {SPEC_PATH}"
-)
+SPEC_PATH = DATA / "forge-api" / "github-rest-pulls.json"
 
 openapi_core = pytest.importorskip("openapi_core")
 from openapi_core.datatypes import RequestParameters  # noqa: E402

@@ -21,7 +21,8 @@ from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from syncer import engine, manifests, writeback, yamledit
+from syncer import engine, manifests, writeback
+from syncer.yamledit import _tree as yamledit_tree
 from syncer.classify import parse_time
 from syncer.config import Config, load_config
 from syncer.errors import ClusterError
@@ -339,14 +340,20 @@ def test_incremental_detection_equals_detection_from_scratch(world: World, ops: 
 
 def test_planning_again_from_the_remembered_parse_gives_what_a_fresh_parse_gives(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    parses: list[str] = []
-    real = yamledit.load
+    parses: list[str] = []  # by the editor's pure-Python parser
+    reads: list[str] = []  # by the C parser, in writeback
+    real, real_read = yamledit_tree.load, writeback.parse_documents
 
     def counting(text: str) -> Any:
         parses.append(text)
         return real(text)
 
-    monkeypatch.setattr(writeback, "load", counting)
+    def counting_reads(text: str, display: str) -> Any:
+        reads.append(text)
+        return real_read(text, display)
+
+    monkeypatch.setattr(yamledit_tree, "load", counting)
+    monkeypatch.setattr(writeback, "parse_documents", counting_reads)
     writeback._PARSED.clear()  # other tests may have planned the same example files
     writeback._PLANNED.clear()
     drifts = [d for d in world.detect().writable() if d.edits]
@@ -354,8 +361,11 @@ def test_planning_again_from_the_remembered_parse_gives_what_a_fresh_parse_gives
     plans = []
     for subset in (drifts, [d for d in drifts if d.ref == MAC], [d for d in drifts if d.ref == M1], drifts):
         plans.append(plan_changes(world.repo, "asgard", subset, world.manifests.objects))
-    # Each file parsed once by the editor: later plans copy the documents they edit.
-    assert len(parses) == len({d.file for d in drifts})
+    # Each file read once: later plans start from the remembered cut and data. The editor
+    # parses only the documents it edits, never a whole file of several documents.
+    old = {(world.repo / d.file).read_text() for d in drifts}
+    assert len([r for r in reads if r in old]) == len(old)
+    assert parses and not any(p in old and yamledit_tree.count_documents(p) != 1 for p in parses)
     writeback._PARSED.clear()
     for subset, planned in zip((drifts, [d for d in drifts if d.ref == MAC], [d for d in drifts if d.ref == M1]),
                                plans):

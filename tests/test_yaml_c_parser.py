@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT
+from tests.conftest import DATA, ROOT
 
 from syncer import manifests
 from syncer.errors import ConfigError
 
-SHARED = ROOT.parent / "shared" if (ROOT.parent / "shared").is_dir() else Path("/work/shared")
-FILES = sorted(p for base in (SHARED / "corpus", SHARED / "fidelity", ROOT / "examples", ROOT / "hosts")
+FILES = sorted(p for base in (DATA / "corpus", DATA / "fidelity", ROOT / "examples", ROOT / "hosts")
                if base.is_dir() for p in base.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
 
 pytestmark = pytest.mark.skipif(not manifests.C_PARSER, reason="ruamel.yaml.clib is not installed")

@@ -1,4 +1,4 @@
-"""Round-trip edits on every manifest of the shared real-world corpus.
+"""Round-trip edits on every manifest of the real-world corpus (tests/data/corpus).
 
 One test per file (so a failure names it), two edits on the same ``YamlFile``:
 
@@ -40,12 +40,12 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from tests.conftest import DATA
 
 from syncer.yamledit import YamlFile
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml")) if CORPUS.is_dir() else []
-pytestmark = pytest.mark.skipif(not FILES, reason=f"shared corpus not found at {CORPUS}")
+CORPUS = DATA / "corpus"
+FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml"))
 MERGE = "tag:yaml.org,2002:merge"
 STATS: dict[str, list[int]] = {"lines": [], "block": [], "flow_add": []}
 

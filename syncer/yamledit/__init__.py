@@ -6,14 +6,16 @@ comments, quoting, indentation, flow style, anchors, ``---`` separators, CRLF li
 (detected per file and used for new lines) and a missing final newline all survive.
 
 Each document owns the text from its ``---`` to the next one and is parsed on its own,
-so an edit can never touch another document's bytes.  Every edit is verified by parsing
-again before it is kept, and must read back as exactly the intended data, or it is
-refused with :class:`YamlEditError` and nothing changes.  When the document has no
-anchors, aliases, tags or directives only the lines around the edit are parsed again:
-the block-mapping entries or sequence items that hold it, plus the blank and comment
-lines after them (a ``|`` block could claim those), which at their own columns parse
-alone exactly as they do in place.  Otherwise the whole document is parsed again.  An
-edit on a 200 KB file takes a few milliseconds.
+so an edit can never touch another document's bytes; a document no edit touches is
+never parsed by this (pure-Python) parser: :meth:`YamlFile.parse` cuts the documents
+by their ``---``/``...`` markers, checked against the C parser's document count.
+Every edit is verified by parsing again before it is kept, and must read back as
+exactly the intended data, or it is refused with :class:`YamlEditError` and nothing
+changes.  When the document has no anchors, aliases, tags or directives only the lines
+around the edit are parsed again: the block-mapping entries or sequence items that hold
+it, plus the blank and comment lines after them (a ``|`` block could claim those), which
+at their own columns parse alone exactly as they do in place.  Otherwise the whole
+document is parsed again.  An edit on a 200 KB file takes a few milliseconds.
 
 Style rules: plain scalars stay plain unless the new text would read back differently
 under YAML 1.2 or 1.1 (``true``, ``yes``, ``y``, ``1.0``, ``""``, ``a: b``, ``*x``, ``#x``...),

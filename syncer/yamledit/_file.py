@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,16 @@ class YamlEditError(ConfigError):
     """Malformed YAML, a missing path, or an edit that cannot be made surgically."""
 
 
+def _load(text: str, name: str) -> list[yn.Doc]:
+    try:
+        return yn.load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{mark.line + 1}:{mark.column + 1}" if mark is not None else "1:1"
+        problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[-1]
+        raise YamlEditError(f"{name}:{where}: {problem}") from exc
+
+
 @dataclass
 class _Where:
     """Where a node sits: after a block ``key:``, a block ``-``, in a flow collection, or root."""
@@ -47,29 +58,37 @@ class _Where:
 class YamlFile:
     """A YAML file (one or more documents) that can be edited without reformatting it."""
 
-    def __init__(self, text: str, name: str, docs: list[yn.Doc]) -> None:
+    def __init__(self, text: str, name: str, docs: list[yn.Doc] | list[yn.Doc | str]) -> None:
+        """*docs*: the documents of *text* in order; a ``str`` stands for one not parsed yet,
+        its text as :func:`~._tree.split` cut it, parsed when an edit or a read first needs it."""
         self.name = name
         self._original = text
-        self._docs = docs
+        self._docs: list[yn.Doc | str] = list(docs)
         first = text.find("\n")
         self._nl = "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
     @classmethod
-    def parse(cls, text: str, name: str = "<string>") -> YamlFile:
-        """Parse *text*; malformed YAML raises ``YamlEditError("name:line:col: problem")``."""
-        try:
-            docs = yn.load(text)
-        except YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            where = f"{mark.line + 1}:{mark.column + 1}" if mark is not None else "1:1"
-            problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[-1]
-            raise YamlEditError(f"{name}:{where}: {problem}") from exc
-        return cls(text, name, docs)
+    def parse(cls, text: str, name: str = "<string>", count: int | None = None, lazy: bool = True) -> YamlFile:
+        """Parse *text*; malformed YAML raises ``YamlEditError("name:line:col: problem")``.
+
+        Only the documents an edit touches are parsed by the (pure-Python) position-keeping
+        parser: the others are cut out by their ``---`` markers, checked against the number of
+        documents the C parser reads (*count*, when the caller has it; else read here), and
+        kept as text. Without the C parser, when the cut is not sure, or not *lazy*, all are
+        parsed."""
+        if not lazy:
+            return cls(text, name, _load(text, name))
+        if count is None:
+            count = yn.count_documents(text)
+        pieces = yn.split(text, count) if count is not None else None
+        if pieces is not None:
+            return cls(text, name, list[yn.Doc | str](pieces))
+        return cls(text, name, _load(text, name))
 
     @property
     def documents(self) -> list[Any]:
         """Plain data of every document (copies), as ruamel's safe loader gives it."""
-        return [copy.deepcopy(d.data) for d in self._docs]
+        return [copy.deepcopy(self._parsed(i).data) for i in range(len(self._docs))]
 
     @property
     def changed(self) -> bool:
@@ -77,8 +96,17 @@ class YamlFile:
 
     def render(self) -> str:
         """The text with every edit applied; the original object when nothing changed."""
-        text = "".join(d.text for d in self._docs) if self._docs else self._original
+        text = "".join(d if isinstance(d, str) else d.text for d in self._docs) if self._docs else self._original
         return self._original if text == self._original else text
+
+    def pieces(self, parse: Iterable[int] = ()) -> list[yn.Doc | str]:
+        """The documents as held now (parsed or as text, edited ones as edited), after
+        parsing those numbered in *parse*: what a new :class:`YamlFile` of the same text
+        can start from."""
+        for i in parse:
+            if 0 <= i < len(self._docs):
+                self._parsed(i)
+        return list(self._docs)
 
     def get(self, doc: int, path: Path) -> Any:
         try:
@@ -228,7 +256,26 @@ class YamlFile:
     def _doc(self, doc: int, path: Path) -> yn.Doc:
         if not 0 <= doc < len(self._docs):
             raise self._error(doc, path, f"no such document (file has {len(self._docs)})")
-        return self._docs[doc]
+        return self._parsed(doc)
+
+    def _parsed(self, doc: int) -> yn.Doc:
+        """Document *doc*, parsed now if it was not yet.  A piece that does not parse alone
+        as one document (the C parser and this one disagree) falls back to parsing the whole
+        text, as :meth:`parse` does without the C parser."""
+        d = self._docs[doc]
+        if not isinstance(d, str):
+            return d
+        try:
+            self._docs[doc] = parsed = yn.load_one(d)
+            return parsed
+        except (YAMLError, ValueError):
+            pass
+        docs = _load(self._original, self.name)  # raises as parse() would for malformed YAML
+        if len(docs) != len(self._docs) or any(not isinstance(p, str) and p.text != q.text
+                                                for p, q in zip(self._docs, docs)):
+            raise YamlEditError(f"{self.name}: cannot tell its documents apart")
+        self._docs = [q if isinstance(p, str) else p for p, q in zip(self._docs, docs)]
+        return self._parsed(doc)
 
     def _value(self, doc: int, path: Path, value: Any) -> Any:
         try:
@@ -383,6 +430,6 @@ class YamlFile:
     def _commit(self, doc: int, path: Path, steps: list[Step], splices: list[Splice], op: Op) -> None:
         """Keep the edit once it is verified (see :mod:`._verify`), or refuse it."""
         try:
-            self._docs[doc] = verified(self._docs[doc], path, steps, splices, op, doc + 1 < len(self._docs))
+            self._docs[doc] = verified(self._parsed(doc), path, steps, splices, op, doc + 1 < len(self._docs))
         except Refused as exc:
             raise self._error(doc, path, str(exc)) from None

@@ -7,6 +7,8 @@ from the parser's events (``load``); :mod:`._text` finds where a value, a key's 
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -16,7 +18,7 @@ from ruamel.yaml.composer import ComposerError
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.events import (
     AliasEvent, DocumentStartEvent, MappingEndEvent, MappingStartEvent, ScalarEvent,
-    SequenceEndEvent,
+    SequenceEndEvent, StreamEndEvent,
 )
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
@@ -159,6 +161,71 @@ class Builder:
 
 def load(text: str) -> list[Doc]:
     return Builder(text).documents()
+
+
+def load_one(piece: str) -> Doc:
+    """The one document *piece* holds (a text :func:`split` cut); ValueError when it holds
+    another number of documents, YAMLError when it is malformed."""
+    docs = load(piece)
+    if len(docs) != 1:
+        raise ValueError(f"{len(docs)} documents where one was cut")
+    return docs[0]
+
+
+#: A document marker: ``---`` or ``...`` at the start of a line, then a blank or the end.
+#: YAML forbids such a line inside any content (even a block or quoted scalar), so the
+#: markers alone find where :func:`load` cuts the documents.
+_MARKER = re.compile(r"^(?:---|\.\.\.)(?=[ \t\r\n]|\Z)", re.M)
+
+
+def _content(span: str) -> bool:
+    """Whether *span* holds more than blank, comment and directive lines."""
+    return any(ln.strip() and ln.lstrip()[0] != "#" and ln[0] != "%" for ln in span.split("\n"))
+
+
+def split(text: str, count: int) -> list[str] | None:
+    """The texts of the *count* documents of *text* as :func:`load` cuts them (each from its
+    ``---``, or from the line after the previous document's ``...``, to the next document),
+    found from the markers without parsing; None when that would not be sure to cut as
+    :func:`load` does (directives, a byte-order mark, or another number of documents than
+    *count*, which the caller knows from a full parse by the C parser)."""
+    if text.startswith(("%", "\ufeff")) or "\n%" in text:
+        return None  # directives may carry over to later documents: parse the whole text
+    starts = [0]
+    for m in _MARKER.finditer(text):
+        if m.group() == "...":
+            starts.append(next_line(text, m.end()))
+        elif _content(text[starts[-1]:m.start()]):
+            starts.append(m.start())  # else the ``---`` of the document begun at starts[-1]
+    pieces = [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
+    while len(pieces) > 1 and not _content(pieces[-1]):  # after a final ``...``: the last document's
+        tail = pieces.pop()
+        pieces[-1] += tail
+    if not count and pieces and not _content(pieces[0]):
+        pieces = []
+    return pieces if len(pieces) == count else None
+
+
+C_EVENTS = importlib.util.find_spec("_ruamel_yaml") is not None
+
+
+def count_documents(text: str) -> int | None:
+    """How many documents the C parser (ruamel.yaml.clib) reads in *text*; None without it or
+    when it refuses the text."""
+    if not C_EVENTS:
+        return None
+    from ruamel.yaml.cyaml import CParser  # type: ignore[attr-defined]  # (ruamel.yaml.clib)
+
+    parser = CParser(text)
+    n = 0
+    try:
+        while not isinstance(ev := parser.get_event(), StreamEndEvent):
+            n += isinstance(ev, DocumentStartEvent)
+    except YAMLError:
+        return None
+    finally:
+        parser.dispose()
+    return n
 
 
 def mapping_key(k: Node) -> Any:
