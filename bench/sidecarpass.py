@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import statistics
 import sys
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -195,7 +196,7 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory(prefix="syncer-pass-") as tmp:
             measure(args.n, 3, Path(tmp) / "w")
         out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(45)
+        pstats.Stats(prof, stream=out).sort_stats(os.environ.get("SYNCER_PROFILE_SORT", "cumulative")).print_stats(45)
         print(out.getvalue())
         return 0
     with tempfile.TemporaryDirectory(prefix="syncer-pass-") as tmp:

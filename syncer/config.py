@@ -165,9 +165,13 @@ class Config:
         in their own namespace. Declared in the config's namespace, or nowhere: it stays there.
         The same config comes back when nothing moves.
         """
+        unplaced = {c.endpoints for c in self.candidates if not c.explicit}
+        if not unplaced:
+            return self
         spaces: dict[str, set[str]] = {}
         for namespace, service in declared:
-            spaces.setdefault(service, set()).add(namespace)
+            if service in unplaced:
+                spaces.setdefault(service, set()).add(namespace)
         out: list[Candidates] = []
         moved = False
         for c in self.candidates:
