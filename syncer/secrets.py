@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from syncer import lookalike
 from syncer.bounds import InputRejected, load_json
+from syncer.digestmemo import DigestMemo, text_key
 from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, key_words, secret_value
 
 #: Characters of one value read as a file (a ConfigMap holds 1 MiB in all).
@@ -54,6 +54,10 @@ MAX_YAML = 16 * 1024
 _YAML_ONLY = re.compile(r"^[ \t]*-[ \t]+name[ \t]*:|[{\[]", re.MULTILINE)
 #: Values of one parsed JSON or YAML value looked at, at most.
 MAX_WALK = 100_000
+#: Characters of inner strings parsed as files across all depths of one value's judgement: YAML aliases
+#: (``*a`` a thousand times) name one inner file many times; each is judged once, and all
+#: inner files together are parsed up to this budget (issue #21, third round).
+MAX_PARSED = 1024 * 1024
 
 #: Shapes of credentials: (what, literals one of which the text must hold, pattern). Each
 #: pattern starts with a literal (a fast scan) and is no hit right after a letter or digit.
@@ -189,6 +193,8 @@ class _Judge:
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = patterns
         self.walked = 0
+        self.parsed = 0
+        self.judged: dict[str, int] = {}  # inner strings already judged, at what depth (an alias names one many times)
 
     def text(self, text: str, depth: int) -> str | None:
         """Why the text ``text`` (a value, or a value inside a file) holds a secret."""
@@ -198,6 +204,13 @@ class _Judge:
                 return f"value shaped like {found}"
         if depth >= MAX_DEPTH or len(text) > MAX_TEXT:
             return None
+        if depth > 0:
+            if self.judged.get(text, MAX_DEPTH) <= depth:
+                return None
+            self.judged[text] = depth
+            self.parsed += len(text)
+            if self.parsed > MAX_PARSED:
+                return None
         if "\n" in text.strip() or text.lstrip().startswith(("{", "[")):
             return self.file(text, depth)
         return self.pairs(text) if "=" in text else None
@@ -295,9 +308,17 @@ def _binary_text(value: str) -> str | None:
         return raw.decode("latin-1")
 
 
-@functools.lru_cache(maxsize=4096)
+#: Judgements remembered (a difference is judged again every pass while it stands); keyed by a
+#: digest, never by the value: 4,096 values of 1 MiB would be 4 GiB (issue #21, third round).
+_JUDGED: DigestMemo[str | None] = DigestMemo(max_entries=4096, max_bytes=4 << 20)
+
+
 def _judge_text(text: str, patterns: tuple[str, ...], binary: bool) -> str | None:
-    """One string's judgement, remembered: a difference is judged again every pass while it stands."""
+    """One string's judgement, remembered by the digest of the text."""
+    return _JUDGED.get((text_key(text), patterns, binary), lambda: _judge_fresh(text, patterns, binary))
+
+
+def _judge_fresh(text: str, patterns: tuple[str, ...], binary: bool) -> str | None:
     decoded = _binary_text(text) if binary else text
     if decoded is None:
         return None

@@ -227,3 +227,60 @@ def test_a_cyrillic_o_in_a_secret_key_name_is_never_committed(asgard_repo: Path,
     out, pushed = _commit(asgard_repo, live)
     for secret in ("cyr-LIVE-pw", "hookLIVEsecret00", "x-LIVE-pw"):
         assert secret not in out and secret not in pushed, secret
+
+
+# -- 4. hostile input, fourth look: memory, alias re-parse, shapes missed -----------------
+
+
+def test_remembered_judgements_keep_no_value_text() -> None:
+    """Was (F7): ``_judge_text`` was an ``lru_cache(4096)`` keyed by the full text: 300 distinct
+    1 MB values kept 300 MB alive. Now the memo holds digests: a judged value is let go."""
+    import gc
+    import tracemalloc
+
+    from syncer import lookalike, secrets
+
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(4):
+        value = (f"v{i}-" + "x" * 60 + "\n") * 4000  # ~260 KB, distinct each time
+        assert secrets.judge(value) is None
+        lookalike.change_note(value, value + "\u200b")
+        del value
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert held < 1 << 20, f"{held} bytes held after judging 1 MB of values"
+
+
+def test_memo_is_bounded_by_entries_and_bytes() -> None:
+    from syncer.digestmemo import DigestMemo, text_key
+
+    memo: DigestMemo[str] = DigestMemo(max_entries=3, max_bytes=1 << 20)
+    for i in range(10):
+        assert memo.get((text_key("x" * 1000 + str(i)),), lambda: "why") == "why"
+    assert len(memo) == 3
+    small: DigestMemo[str] = DigestMemo(max_entries=100, max_bytes=2000)
+    for i in range(100):
+        small.get(("k%d" % i,), lambda: "a reason " * 10)
+    assert small.held_bytes <= 2000 and 0 < len(small) < 100
+    assert isinstance(text_key("y" * 10_000), bytes) and len(text_key("y" * 10_000)) == 32
+
+
+def test_yaml_aliases_to_an_inner_file_are_judged_once() -> None:
+    """Was (F8): a 12 KB value whose 1,000 aliases name a string that is a YAML file (itself
+    with 2,000 aliases) re-parsed it at each alias: ~9 s. Now each inner string is judged once
+    per judgement, within one budget of characters parsed (``MAX_PARSED``)."""
+    from syncer import secrets
+
+    deep = "k: [1]\nx: " + "y" * 3000 + "\n"
+    inner = f"c: &c {json.dumps(deep)}\nd: [" + ",".join(["*c"] * 2000) + "]\n"
+    outer = f"a: &a {json.dumps(inner)}\nb: [" + ",".join(["*a"] * 1000) + "]\n"
+    assert len(outer) <= secrets.MAX_YAML
+    judge = secrets._Judge(secrets.DEFAULT_SECRET_PATTERNS)
+    assert judge.text(outer, 0) is None
+    assert judge.parsed <= len(inner) + len(deep)  # each inner file parsed once
+    # the secret is still found through an alias
+    file = json.dumps("db:\n  password: hunter2xyz\n")
+    leaky = f"a: &a {file}\nb: [*a, *a]\n"
+    assert secrets.judge(leaky)
