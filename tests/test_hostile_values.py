@@ -284,3 +284,52 @@ def test_yaml_aliases_to_an_inner_file_are_judged_once() -> None:
     file = json.dumps("db:\n  password: hunter2xyz\n")
     leaky = f"a: &a {file}\nb: [*a, *a]\n"
     assert secrets.judge(leaky)
+
+
+def _surrogate_repo(tmp_path: Path, git_value: str, live_value: str) -> tuple[Path, Path]:
+    repo = tmp_path / "r"
+    (repo / "hosts" / "t").mkdir(parents=True)
+    (repo / "hosts" / "t" / "syncer.conf").write_text("installation: t\nnamespace: ns\ntrack:\n  ConfigMap: writeback\n")
+    (repo / "hosts" / "t" / "app.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ns\n"
+        f"data:\n  a: \"{git_value}\"\n  b: \"x\"\n")
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "t")
+    live = tmp_path / "live.json"
+    live.write_text('{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap",'
+                    '"metadata":{"name":"app","namespace":"ns","annotations":{"kubectl.kubernetes.io/'
+                    'last-applied-configuration":"{\\"data\\":{\\"a\\":\\"y\\"}}"}},"data":{"a":"'
+                    + live_value + '","b":"x"}}]}')
+    return repo, live
+
+
+def test_a_lone_surrogate_is_refused_in_git_and_escaped_from_live(tmp_path: Path) -> None:
+    """Was (F6): ``a: "\\ud800"`` in a git manifest crashed ``syncer diff`` with
+    UnicodeEncodeError, exit 1. Now the file is refused in one line naming it (exit 2); a live
+    value with one is shown escaped."""
+    import os
+    import subprocess
+    import sys
+
+    from syncer import escape
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PYTHONIOENCODING": "utf-8"}
+
+    def diff(repo: Path, live: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "syncer.cli", "diff", "t", "--repo", str(repo),
+                               "--live-file", str(live)], capture_output=True, text=True, env=env, timeout=120)
+
+    repo, live = _surrogate_repo(tmp_path / "git", "\\ud800", "y")
+    done = diff(repo, live)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "hosts/t/app.yaml:7" in errors[0] and "surrogate" in errors[0]
+
+    repo, live = _surrogate_repo(tmp_path / "live", "z", "y\\ud800")
+    done = diff(repo, live)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "y\\ud800" in done.stdout
+    for out in (escape.line, escape.terminal, escape.markdown, escape.slack):
+        out("a\udfffb").encode("utf-8")  # no UnicodeEncodeError
