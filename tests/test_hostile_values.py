@@ -329,7 +329,7 @@ def test_a_lone_surrogate_is_refused_in_git_and_escaped_from_live(tmp_path: Path
 
     repo, live = _surrogate_repo(tmp_path / "live", "z", "y\\ud800")
     done = diff(repo, live)
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr  # 1: differences found
     assert "y\\ud800" in done.stdout
     for out in (escape.line, escape.terminal, escape.markdown, escape.slack):
         out("a\udfffb").encode("utf-8")  # no UnicodeEncodeError
