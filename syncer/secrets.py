@@ -77,10 +77,15 @@ _SHAPES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("a PyPI token", ("pypi-",), re.compile(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,1024}")),
     ("a SendGrid key", ("SG.",), re.compile(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}")),
     ("a Slack app token", ("xapp-",), re.compile(r"xapp-[0-9]-[A-Za-z0-9-]{10,255}")),
+    ("a Vault token", ("hvs.", "hvb.", "hvr."), re.compile(r"hv[sbr]\.[A-Za-z0-9_-]{24,1024}")),
+    ("an htpasswd hash", (":$", ":{SHA}"),  # user:$apr1$salt$hash, bcrypt, {SHA}, crypt $1$/$5$/$6$
+     re.compile(r"(?m)^[^:\s]{1,255}:(?:\$apr1\$[./0-9A-Za-z]{1,8}\$[./0-9A-Za-z]{22}"
+                r"|\$2[abxy]?\$[0-9]{2}\$[./0-9A-Za-z]{53}|\{SHA\}[A-Za-z0-9+/]{27}="
+                r"|\$[156]\$[^$\s]{1,16}\$[./0-9A-Za-z]{22,86})")),
 )
 #: Where a match must not start right after a letter or digit (``tasks_live_...`` is no Stripe key).
 _WORD_START = frozenset({"a Stripe key", "a Google API key", "an AWS access key", "an OpenAI or Anthropic key",
-                         "an npm token", "a PyPI token", "a SendGrid key", "a Slack app token"})
+                         "an npm token", "a PyPI token", "a SendGrid key", "a Slack app token", "a Vault token"})
 #: ``Authorization`` header values: a bearer token (with a digit: ``Bearer realm`` is none) or basic credentials.
 _BEARER = re.compile(r"(?i:b)earer[ \t]{1,8}([A-Za-z0-9._~+/-]{16,4096}=*)", re.IGNORECASE)
 _BASIC = re.compile(r"(?i:b)asic[ \t]{1,8}([A-Za-z0-9+/]{8,4096}={0,2})", re.IGNORECASE)
@@ -91,17 +96,23 @@ _XML = re.compile(r"<(?P<key>[A-Za-z_][\w.:-]{0,127})>(?P<value>[^<]{1,4096})</(
                   r"|\s(?P<akey>[A-Za-z_][\w.:-]{0,127})=\"(?P<avalue>[^\"]{1,4096})\"")
 
 #: One line of a properties, INI, ``.env`` or YAML file: ``key=value``, ``key: value``.
-_LINE = re.compile(r"^[ \t]*(?:export[ \t]+)?[\"']?(?P<key>[^\s=:#;!\"'\[][^\s=:\"']{0,255})[\"']?[ \t]*[=:][ \t]*(?P<value>.*)$")
+_LINE = re.compile(r"^[ \t]*(?:-[ \t]+)?(?:export[ \t]+)?[\"']?(?P<key>[^\s=:#;!\"'\[][^\s=:\"']{0,255})[\"']?[ \t]*[=:][ \t]*(?P<value>.*)$")
 #: A ``key=value`` pair of a connection string or command line: ``?password=x``, ``;Pwd=x``, ``--token=x``.
-_PAIR = re.compile(r"(?:^|[\s?&;,])-{0,2}(?P<key>[^\W\d][^\s=?&;,]{0,127})=(?P<value>[^\s&;,]{1,4096})")
+_PAIR = re.compile(r"(?:^|[\s?&;,:])-{0,2}(?P<key>[^\W\d][^\s=?&;,]{0,127})=(?P<value>[^\s&;,]{1,4096})")
 _COMMENT = ("#", ";", "!", "//")
 #: Inner values that stand for a secret kept elsewhere, or say nothing.
 _REFERENCE = re.compile(r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%[A-Za-z_][A-Za-z0-9_]*%"
                         r"|<[^<>]*>|\*+|[.]{3}|…)$", re.DOTALL)
 _NOTHING = frozenset({"", "true", "false", "yes", "no", "on", "off", "null", "none", "nil", "~", "''", '""'})
 #: Inner keys that are secrets only inside a file or connection string: a docker config's
-#: ``auth`` (base64 of ``user:password``), npm's ``_auth``, ODBC's ``Pwd``.
+#: ``auth`` (base64 of ``user:password``), npm's ``_auth``, ODBC's ``Pwd``; Azure's storage
+#: ``AccountKey`` and a SAS URL's ``sig`` (with a value of 16 characters or more).
 _INNER_WORDS = (["auth"], ["pwd"])
+_AZURE_WORDS = (["account", "key"], ["sig"])
+#: A value that is base64 text (a whole file encoded: a service-account JSON), decoded and judged.
+_BASE64_TEXT = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
+#: Whitespace-separated words of one value looked at for ``--opt value`` / ``password x`` pairs.
+MAX_WORDS = 4096
 
 
 def _decoded_credentials(text: str) -> bool:
@@ -170,13 +181,16 @@ def _real(value: Any) -> bool:
 def _inner_key(key: str, value: Any, patterns: Sequence[str]) -> bool:
     """Is ``key: value`` inside a file a secret by its key?"""
     secret = is_secret_key(key, patterns)  # remembered per key: cheap for the thousandth line
-    if not secret and key.lower().lstrip("_") not in ("auth", "pwd"):
+    lower = key.lower().lstrip("_")
+    if not secret and lower not in ("auth", "pwd", "accountkey", "sig"):
         return False
     if not _real(value):
         return False
     if secret:
         return True
     words = key_words(key)
+    if words in _AZURE_WORDS:
+        return isinstance(value, str) and len(value.strip()) >= 16
     if words == ["auth"]:
         return isinstance(value, str) and _decoded_credentials(value.strip().strip("\"'"))
     return words == ["pwd"] and isinstance(value, str) and not value.strip().startswith(("/", "~"))
@@ -213,7 +227,24 @@ class _Judge:
                 return None
         if "\n" in text.strip() or text.lstrip().startswith(("{", "[")):
             return self.file(text, depth)
-        return self.pairs(text) if "=" in text else None
+        if "=" in text and (why := self.pairs(text)):
+            return why
+        return self.one_line(text)
+
+    def one_line(self, text: str) -> str | None:
+        """A value of one line: ``password: x`` (a YAML or properties line), ``--password x``
+        (a command line), ``password x`` (a properties line of two words, a ``.netrc``)."""
+        match = _LINE.match(text)
+        if match is not None and ":" in text[match.end("key"):match.start("value")]:
+            if _inner_key(match["key"], match["value"].strip(), self.patterns):
+                return f"key {_quoted(match['key'])} inside the value (a YAML or properties line)"
+        words = text.split(None, MAX_WORDS)[:MAX_WORDS]
+        bare = len(words) == 2 or (bool(words) and words[0] in ("machine", "default"))
+        for name, value in zip(words, words[1:]):
+            if (bare or name.startswith("-")) and not value.startswith("-") \
+                    and _inner_key(name.lstrip("-"), value, self.patterns):
+                return f"key {_quoted(name)} inside the value (a command line or .netrc)"
+        return None
 
     def pairs(self, text: str) -> str | None:
         for match in _PAIR.finditer(text):
@@ -313,6 +344,26 @@ def _binary_text(value: str) -> str | None:
 _JUDGED: DigestMemo[str | None] = DigestMemo(max_entries=4096, max_bytes=4 << 20)
 
 
+def _utf8(value: str) -> str | None:
+    """Base64 ``value`` decoded when it is UTF-8 text, else None."""
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def option_value(items: Sequence[Any], index: int, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str | None:
+    """Why ``items[index]`` of an argument list is secret: the item before it is a secret-named
+    option (``args: ["--db-password", "x"]``)."""
+    if not 0 < index < len(items):
+        return None
+    name, value = items[index - 1], items[index]
+    if isinstance(name, str) and isinstance(value, str) and name.startswith("-") and "=" not in name \
+            and not value.startswith("-") and _inner_key(name.lstrip("-"), value, patterns):
+        return f"the value of option {_quoted(name)} (a command line)"
+    return None
+
+
 def _judge_text(text: str, patterns: tuple[str, ...], binary: bool) -> str | None:
     """One string's judgement, remembered by the digest of the text."""
     return _JUDGED.get((text_key(text), patterns, binary), lambda: _judge_fresh(text, patterns, binary))
@@ -325,7 +376,13 @@ def _judge_fresh(text: str, patterns: tuple[str, ...], binary: bool) -> str | No
     why = _Judge(patterns).text(decoded, 0)
     if why is None and not decoded.isascii() and (plain := lookalike.skeleton(decoded)) != decoded:
         why = _Judge(patterns).text(plain, 0)  # a token with a zero-width space or a look-alike letter in it
-    return f"{why}, once its base64 is decoded" if why and binary else why
+    if why and binary:
+        return f"{why}, once its base64 is decoded"
+    if why is None and not binary and len(text) <= MAX_TEXT and _BASE64_TEXT.fullmatch(text):
+        inner = _utf8(text)  # a whole file base64-encoded under ``data`` (a service-account JSON)
+        if inner is not None and (why := _Judge(patterns).text(inner, 0)):
+            return f"{why}, once its base64 is decoded"
+    return why
 
 
 def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, binary: bool = False) -> str | None:
@@ -343,6 +400,9 @@ def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, b
         if isinstance(node, dict):
             stack.extend(node.values())
         elif isinstance(node, list):
+            for index in range(1, min(len(node), MAX_WALK)):
+                if why := option_value(node, index, keys):
+                    return why
             stack.extend(node)
         elif isinstance(node, str) and (why := _judge_text(node, keys, binary)):
             return why

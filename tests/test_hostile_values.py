@@ -333,3 +333,86 @@ def test_a_lone_surrogate_is_refused_in_git_and_escaped_from_live(tmp_path: Path
     assert "y\\ud800" in done.stdout
     for out in (escape.line, escape.terminal, escape.markdown, escape.slack):
         out("a\udfffb").encode("utf-8")  # no UnicodeEncodeError
+
+
+_SA_JSON = json.dumps({"type": "service_account", "private_key": PEM, "client_email": "a@b.iam.gserviceaccount.com"})
+#: (ConfigMap key, live value holding a credential the check missed before F4)
+F4_VALUES = {
+    "AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=LEAK1abcdEFGH1234"
+                                       "abcdEFGH1234abcdEFGH1234abcdEFGH1234abcdEFGH12==;EndpointSuffix=core.windows.net",
+    "settings.yaml": "password: LEAK3hunter2",
+    "npmrc": "//registry.npmjs.org/:_authToken=LEAK4-9f3c1d2e-aaaa-bbbb-cccc-1234567890ab",
+    "sa.json": base64.b64encode(_SA_JSON.encode()).decode(),
+    "auth": "admin:$apr1$LEAK6xyz$abcdefghijklmnopqrstu.",
+}
+
+
+def test_f4_credentials_are_never_pushed_to_the_pr_branch(tmp_path: Path) -> None:
+    """Was (F4): an Azure ``AccountKey=``, a one-line ``password: x``, an ``.npmrc``
+    ``_authToken`` with a UUID, a base64 service-account JSON, an htpasswd hash and
+    ``args: ["--db-password", "x"]`` were pushed to the PR branch. Now each is reported only."""
+    origin, work = tmp_path / "origin.git", tmp_path / "work"
+    (work / "hosts" / "t").mkdir(parents=True)
+    (work / "hosts" / "t" / "syncer.conf").write_text(
+        "installation: t\nnamespace: ns\ntrack:\n  ConfigMap: writeback\n  Deployment: writeback\n")
+    data = "".join(f"  {key}: \"x\"\n" for key in F4_VALUES)
+    (work / "hosts" / "t" / "app.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ns\ndata:\n{data}---\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: ns\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: c\n        image: x\n        args: [\"--log-level\", \"info\"]\n")
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(tmp_path, "init", "-q", "-b", "main", str(work))
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "t")
+    git(work, "remote", "add", "origin", str(origin))
+    git(work, "push", "-q", "origin", "main")
+    args = ["--log-level", "debug", "--db-password", "LEAK7hunter2"]
+    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app", "namespace": "ns"},
+              "data": dict(F4_VALUES)},
+             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ns"},
+              "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x", "args": args}]}}}}]
+    live = tmp_path / "live.json"
+    live.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    code, out, err = run("sync", "t", "--repo", str(work), "--live-file", str(live), "--mode", "pr", "--forge", "none")
+    assert code in (0, 1), err
+    git(work, "fetch", "-q", "origin")
+    branches = git(work, "branch", "-r")
+    pushed = git(work, "log", "-p", "--all")
+    for text in (out + err, pushed):
+        for marker in ("LEAK", "MIIEvQIBADAN", F4_VALUES["sa.json"][:40]):
+            assert marker not in text, (marker, branches, text[:3000])
+    code, doc, _ = run("diff", "t", "--repo", str(work), "--live-file", str(live), "-o", "json")
+    reasons = {d["path"]: d for d in json.loads(doc)["drifts"]}
+    for key in F4_VALUES:
+        assert reasons[f"data.{key}"]["action"] == "report", reasons[f"data.{key}"]
+    assert any("--db-password" in d.get("reason", "") for d in reasons.values()), reasons
+
+
+@pytest.mark.parametrize("value", [
+    *F4_VALUES.values(),
+    "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=abcdEFGH1234abcdEFGH12=",
+    "https://acct.blob.core.windows.net/c?sv=2020-08-04&sp=r&se=2030-01-01&sig=abcdEFGH1234abcdEFGH1234abcd%3D",
+    "hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZDrabYTobQ4Ymnlq1qY",
+    "- password: hunter2xyz\n- x: 1\n",
+    "machine github.com login bob password s3cr3tpassw0rd\n",
+    "--password hunter2xyz --user bob",
+    "db.password hunter2xyz",
+    "admin:$2y$05$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234\n",
+    ["--log-level", "info", "--db-password", "hunter2xyz"],
+])
+def test_f4_shapes_inside_values(value: Any) -> None:
+    from syncer.secrets import judge
+
+    assert judge(value) is not None
+
+
+@pytest.mark.parametrize("value", [
+    "Note: see the wiki", "password: ${DB_PASSWORD}", "AccountName=acct;AccountKey=;", "sig=short",
+    "--password-file /run/secrets/pw", ["--password", "--other"], ["--log-level", "info"],
+    "user: admin", "admin:x", base64.b64encode(b'{"type": "service_account", "project_id": "p"}' * 2).decode(),
+    "hvs.short", "log in with your password please",
+])
+def test_f4_near_misses(value: Any) -> None:
+    from syncer.secrets import judge
+
+    assert judge(value) is None, judge(value)
