@@ -229,21 +229,32 @@ class _Judge:
             return self.file(text, depth)
         if "=" in text and (why := self.pairs(text)):
             return why
-        return self.one_line(text)
+        return self.one_line(text, depth)
 
-    def one_line(self, text: str) -> str | None:
-        """A value of one line: ``password: x`` (a YAML or properties line), ``--password x``
-        (a command line), ``password x`` (a properties line of two words, a ``.netrc``)."""
+    def one_line(self, text: str, depth: int) -> str | None:
+        """A value of one line: ``password: x`` (a YAML or properties line, ``x: {"password": ..}``
+        too), ``--password x`` (a command line), ``password x`` (two words, a ``.netrc``)."""
         match = _LINE.match(text)
         if match is not None and ":" in text[match.end("key"):match.start("value")]:
-            if _inner_key(match["key"], match["value"].strip(), self.patterns):
+            value = match["value"].strip()
+            if _inner_key(match["key"], value, self.patterns):
                 return f"key {_quoted(match['key'])} inside the value (a YAML or properties line)"
+            if value[:1] in "{[" and (why := self.text(value, depth + 1)):
+                return why
+        return self.words(text)
+
+    def words(self, text: str) -> str | None:
+        """``--password x``, ``-u user:pw``, ``password x`` (two words), ``machine h login u password x``."""
         words = text.split(None, MAX_WORDS)[:MAX_WORDS]
         bare = len(words) == 2 or (bool(words) and words[0] in ("machine", "default"))
         for name, value in zip(words, words[1:]):
-            if (bare or name.startswith("-")) and not value.startswith("-") \
-                    and _inner_key(name.lstrip("-"), value, self.patterns):
+            if value.startswith("-") or not (bare or name.startswith("-")):
+                continue
+            if _inner_key(name.lstrip("-"), value, self.patterns):
                 return f"key {_quoted(name)} inside the value (a command line or .netrc)"
+            user, colon, password = value.strip("'\"").partition(":")
+            if name in ("-u", "--user") and user and colon and _real(password):
+                return f"option {name!r} with user:password inside the value (a command line)"
         return None
 
     def pairs(self, text: str) -> str | None:
@@ -283,11 +294,15 @@ class _Judge:
             if match is None:
                 if "=" in line and (why := self.pairs(line)):  # a command line: ``--token=x``
                     return why
+                if " " in head and (why := self.words(line)):  # ``db.password x``, a .netrc line
+                    return why
                 continue
             key, value = match["key"], match["value"].strip()
             if _inner_key(key, value, self.patterns):
                 return f"key {_quoted(key)} inside the value (a properties, INI, .env or YAML line)"
             if "=" in value and (why := self.pairs(value)):
+                return why
+            if value[:1] in "{[" and value[-1:] in "}]" and (why := self.text(value, depth + 1)):
                 return why
         return None
 
