@@ -271,8 +271,8 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
                                  _selector(item.get("annotations"), f"{where}.annotations")))
 
     # regular expressions from the repository: run on RE2 (linear time), refused here if they cannot be
-    secret_keys = tuple(userpattern.check(s, f"{source}: secretKeys[{i}]") for i, s in
-                        enumerate(_expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list")))
+    secret_keys = userpattern.check_all(_expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list"),
+                                        f"{source}: secretKeys")
     appliers = DEFAULT_APPLIERS
     if "appliers" in raw:
         items = _expect(raw["appliers"], list, f"{source}: appliers", "a list of field manager names")

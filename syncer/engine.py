@@ -230,6 +230,11 @@ def _named_item(fd: FieldDiff, git_doc: Any, live_doc: Any, patterns: Sequence[s
             item = _at(live_doc, fd.where_live[:-1])
         if isinstance(item, dict) and isinstance(item.get("name"), str) and is_secret_key(item["name"], patterns):
             return f"item named {item['name']!r}"
+    for doc, where, value in ((live_doc, fd.where_live, fd.live), (git_doc, fd.path, fd.git)):  # ``--db-password``, then it
+        index = where[-1] if value is not None and where else None
+        items = _at(doc, where[:-1]) if isinstance(index, int) else None
+        if isinstance(items, list) and isinstance(index, int) and (why := secrets.option_value(items, index, patterns)):
+            return why
     return None
 
 

@@ -36,7 +36,9 @@ _JOINER = "\u2060"
 #: Control characters, the line and paragraph separators, and everything invisible
 #: (``lookalike.INVISIBLE``: format characters such as U+200B and the bidi controls, odd spaces
 #: such as U+00A0): a value changed by one shows the change.
-_CONTROL = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029{INVISIBLE}]")
+#: Lone UTF-16 surrogates (U+D800-U+DFFF, from a JSON or YAML ``\ud800`` escape) too: no output
+#: encoding can write one (UnicodeEncodeError).
+_CONTROL = re.compile(f"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff{INVISIBLE}]")
 _MD_CHARS = {c: f"&#{ord(c)};" for c in "&<>`\\|*[]~"}
 _MD_LINKS = re.compile(r"(?i)(?<=[@#])(?=\w)|(?<=:)(?=//)|(?<=www)(?=\.)")
 #: Slack also links bare domains (``evil.com``, ``evil.com.au/x``): break the dot before a

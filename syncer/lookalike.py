@@ -24,10 +24,11 @@ a real word, only a mix within one word is flagged.
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 import re
 import unicodedata
+
+from syncer.digestmemo import DigestMemo, text_key
 
 #: Format characters (Cf, Unicode 15), spaces other than U+0020 (Zs), and invisible letters/marks.
 INVISIBLE = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
@@ -131,12 +132,18 @@ def change_note(old: object, new: object) -> str | None:
     """What a person must be told about ``old`` becoming ``new`` that the text cannot show."""
     if not isinstance(new, str) or (new.isascii() and (not isinstance(old, str) or old.isascii())):
         return None
-    return _note(old if isinstance(old, str) else None, new)
+    was = old if isinstance(old, str) else None
+    key = (None if was is None else text_key(was), text_key(new))
+    return _NOTES.get(key, lambda: _note(was, new))
 
 
-@functools.lru_cache(maxsize=1024)
+#: Notes remembered (a standing difference is described every pass), keyed by digests of the two
+#: texts, never by the texts: 1,024 pairs of 1 MiB values would be 2 GiB.
+_NOTES: DigestMemo[str | None] = DigestMemo(max_entries=1024, max_bytes=1 << 20)
+
+
 def _note(old: str | None, new: str) -> str | None:
-    """``change_note`` of two strings, remembered: a standing difference is described every pass."""
+    """``change_note`` of two strings."""
     if isinstance(old, str) and old != new:
         if _strip(old) == _strip(new) or skeleton(old) == skeleton(new):
             counts = Counter(new)

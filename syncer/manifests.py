@@ -388,11 +388,11 @@ def parse_documents(text: str, display: str) -> list[Any]:
         raise ConfigError(f"{display}:{too_deep}: YAML nested deeper than {MAX_FLOW_DEPTH} levels; not read")
     if C_PARSER:
         try:
-            return _load_c(text)
+            return _no_surrogate(_load_c(text), text, display)
         except (YAMLError, RecursionError):
             pass  # the pure parser below says where and what, in the words our errors always used
     try:
-        return list(yaml_loader(pure=True).load_all(text))
+        return _no_surrogate(list(yaml_loader(pure=True).load_all(text)), text, display)
     except YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         at = f":{mark.line + 1}:{mark.column + 1}" if mark is not None else ""
@@ -400,6 +400,30 @@ def parse_documents(text: str, display: str) -> list[Any]:
         raise ConfigError(f"{display}{at}: malformed YAML: {problem}") from exc
     except RecursionError as exc:
         raise ConfigError(f"{display}: YAML nested too deeply") from exc
+
+
+#: A YAML escape of a UTF-16 surrogate (``"\ud800"``): no character, and no output can encode it.
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _no_surrogate(docs: list[Any], text: str, display: str) -> list[Any]:
+    """``docs``, or ConfigError ``file:line`` when a string in them holds a lone surrogate."""
+    found = _SURROGATE_ESCAPE.search(text)
+    if found is None:
+        return docs
+    stack: list[Any] = list(docs)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str) and not node.isascii() and any("\ud800" <= ch <= "\udfff" for ch in node):
+            line = text.count("\n", 0, found.start()) + 1
+            raise ConfigError(f"{display}:{line}: a string holds {found.group()!s}, a lone UTF-16 surrogate "
+                              "(no character: YAML text is UTF-8); not read")
+    return docs
 
 
 def _read(path: Path, display: str, repo: Path) -> str:

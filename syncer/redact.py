@@ -124,7 +124,14 @@ def is_secret_key(key: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -
     The key is read as it looks (``lookalike.plain_key``): ``DB_PASSWОRD`` with a Cyrillic О,
     a full-width or a zero-width character in it, is ``DB_PASSWORD``.
     """
-    return _secret_key(plain_key(key), tuple(patterns))
+    plain = plain_key(key)
+    if len(plain) > _REMEMBERED_KEY:  # a JSON key inside a value can be a megabyte: never hold many
+        return _secret_key.__wrapped__(plain, tuple(patterns))
+    return _secret_key(plain, tuple(patterns))
+
+
+#: Key names up to this many characters are remembered (a Kubernetes key is at most 253).
+_REMEMBERED_KEY = 256
 
 
 def _joined_secret(words: list[str]) -> bool:
@@ -148,13 +155,14 @@ def _secret_key(key: str, patterns: tuple[str, ...]) -> bool:
         words = [w for w in words if not _counts(w, words)]
     if patterns[:len(DEFAULT_SECRET_PATTERNS)] == DEFAULT_SECRET_PATTERNS and _joined_secret(words):
         return True
+    regexes = []
     for pattern in patterns:
         if _PLAIN_PATTERN.match(pattern):
             if _matches(words, pattern):
                 return True
-        elif userpattern.fullmatch(pattern, key):  # a user's regex: RE2, linear time
-            return True
-    return False
+        else:
+            regexes.append(pattern)
+    return userpattern.any_fullmatch(tuple(regexes), key)  # users' regexes: one RE2 program, linear time
 
 
 #: Maps whose keys people name freely, so a key's name can say "secret": a ConfigMap's

@@ -27,24 +27,21 @@ syncer does not otherwise load); its settings are one process-wide object (``sca
 reconfigures it: not safe with the sidecar's threads); and of this review's six shapes it
 knew three (Slack, Stripe, AWS ``ASIA``; not ``AIza``, ``sk-proj-`` without its ``T3BlbkFJ``
 marker, ``Bearer``); its keyword plugin reads source code, not configuration files. The
-shapes below follow its and gitleaks' rule families.
+shapes (``syncer/credshapes.py``) follow its and gitleaks' rule families.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import functools
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from syncer import lookalike
 from syncer.bounds import InputRejected, load_json
-from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, key_words, secret_value
+from syncer.credshapes import MAX_TEXT, binary_text, decoded_credentials, shape, utf8_base64
+from syncer.digestmemo import DigestMemo, text_key
+from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, key_words
 
-#: Characters of one value read as a file (a ConfigMap holds 1 MiB in all).
-MAX_TEXT = 1024 * 1024
 #: Files inside files (a properties line holding a DSN, a YAML block holding a ``.env``).
 MAX_DEPTH = 3
 #: Characters of a value parsed as YAML (its Python constructor takes ~10 ms a KiB); a larger
@@ -54,97 +51,33 @@ MAX_YAML = 16 * 1024
 _YAML_ONLY = re.compile(r"^[ \t]*-[ \t]+name[ \t]*:|[{\[]", re.MULTILINE)
 #: Values of one parsed JSON or YAML value looked at, at most.
 MAX_WALK = 100_000
+#: Characters of inner strings parsed as files across all depths of one value's judgement: YAML aliases
+#: (``*a`` a thousand times) name one inner file many times; each is judged once, and all
+#: inner files together are parsed up to this budget (issue #21, third round).
+MAX_PARSED = 1024 * 1024
 
-#: Shapes of credentials: (what, literals one of which the text must hold, pattern). Each
-#: pattern starts with a literal (a fast scan) and is no hit right after a letter or digit.
-_SHAPES: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
-    ("a Slack webhook URL", ("hooks.slack",),
-     re.compile(r"hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{8,256}")),
-    ("a Discord webhook URL", ("/api/webhooks/",),
-     re.compile(r"/api/webhooks/[0-9]{5,30}/[A-Za-z0-9_-]{20,256}")),
-    ("a Stripe key", ("k_live_", "k_test_"), re.compile(r"k_(?:live|test)_[0-9A-Za-z]{10,247}")),
-    ("a Google API key", ("AIza",), re.compile(r"AIza[0-9A-Za-z_-]{35}")),
-    ("an AWS access key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-     re.compile(r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("an OpenAI or Anthropic key", ("sk-",),
-     re.compile(r"sk-(?:(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,512}"
-                r"|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|[A-Za-z0-9]{48}(?![A-Za-z0-9]))")),
-    ("an npm token", ("npm_",), re.compile(r"npm_[A-Za-z0-9]{36}")),
-    ("a PyPI token", ("pypi-",), re.compile(r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,1024}")),
-    ("a SendGrid key", ("SG.",), re.compile(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}")),
-    ("a Slack app token", ("xapp-",), re.compile(r"xapp-[0-9]-[A-Za-z0-9-]{10,255}")),
-)
-#: Where a match must not start right after a letter or digit (``tasks_live_...`` is no Stripe key).
-_WORD_START = frozenset({"a Stripe key", "a Google API key", "an AWS access key", "an OpenAI or Anthropic key",
-                         "an npm token", "a PyPI token", "a SendGrid key", "a Slack app token"})
-#: ``Authorization`` header values: a bearer token (with a digit: ``Bearer realm`` is none) or basic credentials.
-_BEARER = re.compile(r"(?i:b)earer[ \t]{1,8}([A-Za-z0-9._~+/-]{16,4096}=*)", re.IGNORECASE)
-_BASIC = re.compile(r"(?i:b)asic[ \t]{1,8}([A-Za-z0-9+/]{8,4096}={0,2})", re.IGNORECASE)
-#: A PEM block base64-encoded once more (``LS0tLS1CRUdJTi`` is ``-----BEGIN``), outside ``binaryData`` too.
-_PEM64 = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{8,16384}={0,2}")
 #: ``<password>x</password>`` and ``password="x"`` of an XML file.
 _XML = re.compile(r"<(?P<key>[A-Za-z_][\w.:-]{0,127})>(?P<value>[^<]{1,4096})</(?P=key)>"
                   r"|\s(?P<akey>[A-Za-z_][\w.:-]{0,127})=\"(?P<avalue>[^\"]{1,4096})\"")
 
 #: One line of a properties, INI, ``.env`` or YAML file: ``key=value``, ``key: value``.
-_LINE = re.compile(r"^[ \t]*(?:export[ \t]+)?[\"']?(?P<key>[^\s=:#;!\"'\[][^\s=:\"']{0,255})[\"']?[ \t]*[=:][ \t]*(?P<value>.*)$")
+_LINE = re.compile(r"^[ \t]*(?:-[ \t]+)?(?:export[ \t]+)?[\"']?(?P<key>[^\s=:#;!\"'\[][^\s=:\"']{0,255})[\"']?[ \t]*[=:][ \t]*(?P<value>.*)$")
 #: A ``key=value`` pair of a connection string or command line: ``?password=x``, ``;Pwd=x``, ``--token=x``.
-_PAIR = re.compile(r"(?:^|[\s?&;,])-{0,2}(?P<key>[^\W\d][^\s=?&;,]{0,127})=(?P<value>[^\s&;,]{1,4096})")
+_PAIR = re.compile(r"(?:^|[\s?&;,:])-{0,2}(?P<key>[^\W\d][^\s=?&;,]{0,127})=(?P<value>[^\s&;,]{1,4096})")
 _COMMENT = ("#", ";", "!", "//")
 #: Inner values that stand for a secret kept elsewhere, or say nothing.
 _REFERENCE = re.compile(r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%[A-Za-z_][A-Za-z0-9_]*%"
                         r"|<[^<>]*>|\*+|[.]{3}|…)$", re.DOTALL)
 _NOTHING = frozenset({"", "true", "false", "yes", "no", "on", "off", "null", "none", "nil", "~", "''", '""'})
 #: Inner keys that are secrets only inside a file or connection string: a docker config's
-#: ``auth`` (base64 of ``user:password``), npm's ``_auth``, ODBC's ``Pwd``.
+#: ``auth`` (base64 of ``user:password``), npm's ``_auth``, ODBC's ``Pwd``; Azure's storage
+#: ``AccountKey`` and a SAS URL's ``sig`` (with a value of 16 characters or more).
 _INNER_WORDS = (["auth"], ["pwd"])
-
-
-def _decoded_credentials(text: str) -> bool:
-    """Is ``text`` base64 of ``user:password``?"""
-    try:
-        raw = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    if not raw.isascii():
-        return False
-    user, colon, password = raw.decode("ascii").partition(":")
-    return bool(colon and password) and password.isprintable()
-
-
-def _starts_word(text: str, match: re.Match[str]) -> bool:
-    at = match.start()
-    if text[at] == "k":  # a Stripe key's ``sk_``/``rk_``: the pattern starts after its first letter
-        at -= 1
-        if at < 0 or text[at] not in "sr":
-            return False
-    return at == 0 or not text[at - 1].isalnum()
-
-
-def shape(text: str) -> str | None:
-    """What credential ``text`` holds the shape of (``"a Stripe key"``), or None."""
-    found = secret_value(text)
-    if found:
-        return found
-    for what, literals, pattern in _SHAPES:
-        if any(lit in text for lit in literals):
-            for match in pattern.finditer(text):
-                if what not in _WORD_START or _starts_word(text, match):
-                    return what
-    if "LS0tLS1CRUdJTi" in text:
-        for match in _PEM64.finditer(text):
-            decoded = _binary_text(match.group())
-            if decoded is not None and secret_value(decoded) == "a PEM private key":
-                return "a base64-encoded PEM private key"
-    if "earer" in text or "EARER" in text:
-        for match in _BEARER.finditer(text):
-            if _starts_word(text, match) and any(ch.isdigit() for ch in match[1]):
-                return "a bearer token"
-    if "asic" in text or "ASIC" in text:
-        for match in _BASIC.finditer(text):
-            if _starts_word(text, match) and _decoded_credentials(match[1]):
-                return "basic auth credentials"
-    return None
+_AZURE_WORDS = (["account", "key"], ["sig"])
+#: A value that is base64 text (a whole file encoded: a service-account JSON), decoded and judged.
+_BASE64_TEXT = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")
+#: Whitespace-separated words of one value looked at for ``--opt value`` / ``password x`` pairs.
+MAX_WORDS = 4096
 
 
 def _real(value: Any) -> bool:
@@ -166,15 +99,18 @@ def _real(value: Any) -> bool:
 def _inner_key(key: str, value: Any, patterns: Sequence[str]) -> bool:
     """Is ``key: value`` inside a file a secret by its key?"""
     secret = is_secret_key(key, patterns)  # remembered per key: cheap for the thousandth line
-    if not secret and key.lower().lstrip("_") not in ("auth", "pwd"):
+    lower = key.lower().lstrip("_")
+    if not secret and lower not in ("auth", "pwd", "accountkey", "sig"):
         return False
     if not _real(value):
         return False
     if secret:
         return True
     words = key_words(key)
+    if words in _AZURE_WORDS:
+        return isinstance(value, str) and len(value.strip()) >= 16
     if words == ["auth"]:
-        return isinstance(value, str) and _decoded_credentials(value.strip().strip("\"'"))
+        return isinstance(value, str) and decoded_credentials(value.strip().strip("\"'"))
     return words == ["pwd"] and isinstance(value, str) and not value.strip().startswith(("/", "~"))
 
 
@@ -189,6 +125,8 @@ class _Judge:
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = patterns
         self.walked = 0
+        self.parsed = 0
+        self.judged: dict[str, int] = {}  # inner strings already judged, at what depth (an alias names one many times)
 
     def text(self, text: str, depth: int) -> str | None:
         """Why the text ``text`` (a value, or a value inside a file) holds a secret."""
@@ -198,9 +136,44 @@ class _Judge:
                 return f"value shaped like {found}"
         if depth >= MAX_DEPTH or len(text) > MAX_TEXT:
             return None
+        if depth > 0:
+            if self.judged.get(text, MAX_DEPTH) <= depth:
+                return None
+            self.judged[text] = depth
+            self.parsed += len(text)
+            if self.parsed > MAX_PARSED:
+                return None
         if "\n" in text.strip() or text.lstrip().startswith(("{", "[")):
             return self.file(text, depth)
-        return self.pairs(text) if "=" in text else None
+        if "=" in text and (why := self.pairs(text)):
+            return why
+        return self.one_line(text, depth)
+
+    def one_line(self, text: str, depth: int) -> str | None:
+        """A value of one line: ``password: x`` (a YAML or properties line, ``x: {"password": ..}``
+        too), ``--password x`` (a command line), ``password x`` (two words, a ``.netrc``)."""
+        match = _LINE.match(text)
+        if match is not None and ":" in text[match.end("key"):match.start("value")]:
+            value = match["value"].strip()
+            if _inner_key(match["key"], value, self.patterns):
+                return f"key {_quoted(match['key'])} inside the value (a YAML or properties line)"
+            if value[:1] in "{[" and (why := self.text(value, depth + 1)):
+                return why
+        return self.words(text)
+
+    def words(self, text: str) -> str | None:
+        """``--password x``, ``-u user:pw``, ``password x`` (two words), ``machine h login u password x``."""
+        words = text.split(None, MAX_WORDS)[:MAX_WORDS]
+        bare = len(words) == 2 or (bool(words) and words[0] in ("machine", "default"))
+        for name, value in zip(words, words[1:]):
+            if value.startswith("-") or not (bare or name.startswith("-")):
+                continue
+            if _inner_key(name.lstrip("-"), value, self.patterns):
+                return f"key {_quoted(name)} inside the value (a command line or .netrc)"
+            user, colon, password = value.strip("'\"").partition(":")
+            if name in ("-u", "--user") and user and colon and _real(password):
+                return f"option {name!r} with user:password inside the value (a command line)"
+        return None
 
     def pairs(self, text: str) -> str | None:
         for match in _PAIR.finditer(text):
@@ -239,11 +212,15 @@ class _Judge:
             if match is None:
                 if "=" in line and (why := self.pairs(line)):  # a command line: ``--token=x``
                     return why
+                if " " in head and (why := self.words(line)):  # ``db.password x``, a .netrc line
+                    return why
                 continue
             key, value = match["key"], match["value"].strip()
             if _inner_key(key, value, self.patterns):
                 return f"key {_quoted(key)} inside the value (a properties, INI, .env or YAML line)"
             if "=" in value and (why := self.pairs(value)):
+                return why
+            if value[:1] in "{[" and value[-1:] in "}]" and (why := self.text(value, depth + 1)):
                 return why
         return None
 
@@ -281,30 +258,42 @@ def _yaml(text: str) -> Any:
         return None
 
 
-def _binary_text(value: str) -> str | None:
-    """``binaryData``'s base64 decoded, as text (Latin-1 for bytes that are no UTF-8), or None."""
-    if len(value) > MAX_TEXT * 4 // 3 + 4:
-        return None
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw.decode("latin-1")
+#: Judgements remembered (a difference is judged again every pass while it stands); keyed by a
+#: digest, never by the value: 4,096 values of 1 MiB would be 4 GiB (issue #21, third round).
+_JUDGED: DigestMemo[str | None] = DigestMemo(max_entries=4096, max_bytes=4 << 20)
 
 
-@functools.lru_cache(maxsize=4096)
+def option_value(items: Sequence[Any], index: int, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str | None:
+    """Why ``items[index]`` of an argument list is secret: the item before it is a secret-named
+    option (``args: ["--db-password", "x"]``)."""
+    if not 0 < index < len(items):
+        return None
+    name, value = items[index - 1], items[index]
+    if isinstance(name, str) and isinstance(value, str) and name.startswith("-") and "=" not in name \
+            and not value.startswith("-") and _inner_key(name.lstrip("-"), value, patterns):
+        return f"the value of option {_quoted(name)} (a command line)"
+    return None
+
+
 def _judge_text(text: str, patterns: tuple[str, ...], binary: bool) -> str | None:
-    """One string's judgement, remembered: a difference is judged again every pass while it stands."""
-    decoded = _binary_text(text) if binary else text
+    """One string's judgement, remembered by the digest of the text."""
+    return _JUDGED.get((text_key(text), patterns, binary), lambda: _judge_fresh(text, patterns, binary))
+
+
+def _judge_fresh(text: str, patterns: tuple[str, ...], binary: bool) -> str | None:
+    decoded = binary_text(text) if binary else text
     if decoded is None:
         return None
     why = _Judge(patterns).text(decoded, 0)
     if why is None and not decoded.isascii() and (plain := lookalike.skeleton(decoded)) != decoded:
         why = _Judge(patterns).text(plain, 0)  # a token with a zero-width space or a look-alike letter in it
-    return f"{why}, once its base64 is decoded" if why and binary else why
+    if why and binary:
+        return f"{why}, once its base64 is decoded"
+    if why is None and not binary and len(text) <= MAX_TEXT and _BASE64_TEXT.fullmatch(text):
+        inner = utf8_base64(text)  # a whole file base64-encoded under ``data`` (a service-account JSON)
+        if inner is not None and (why := _Judge(patterns).text(inner, 0)):
+            return f"{why}, once its base64 is decoded"
+    return why
 
 
 def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, binary: bool = False) -> str | None:
@@ -322,6 +311,9 @@ def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, b
         if isinstance(node, dict):
             stack.extend(node.values())
         elif isinstance(node, list):
+            for index in range(1, min(len(node), MAX_WALK)):
+                if why := option_value(node, index, keys):
+                    return why
             stack.extend(node)
         elif isinstance(node, str) and (why := _judge_text(node, keys, binary)):
             return why

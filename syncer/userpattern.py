@@ -30,6 +30,21 @@ def _options() -> Any:
 
 
 _OPTIONS = _options()
+#: ``secretKeys`` of one config, at most: patterns, and characters in all (issue #21, third
+#: round: 400 accepted patterns thrashed the compile cache, 26 s for 20 keys).
+MAX_PATTERNS = 64
+MAX_CHARS = 8192
+#: What RE2 may use for all of one config's patterns compiled as one alternation.
+MAX_MEMORY_ALL = 64 << 20
+
+
+def _options_all() -> Any:
+    options = _options()
+    options.max_mem = MAX_MEMORY_ALL
+    return options
+
+
+_OPTIONS_ALL = _options_all()
 
 
 @functools.lru_cache(maxsize=256)
@@ -42,6 +57,16 @@ def _compiled(pattern: str) -> Any:
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", "replace")
         raise ValueError(str(reason)) from None
+
+
+@functools.lru_cache(maxsize=8)
+def _combined(patterns: tuple[str, ...]) -> Any:
+    """One RE2 program for all of ``patterns`` (one config's): compiled once per config."""
+    try:
+        return re2.compile("|".join(f"(?:{p})" for p in patterns), _OPTIONS_ALL)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else "invalid"
+        raise ValueError(reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)) from None
 
 
 def _shown(text: object, limit: int = 80) -> str:
@@ -62,6 +87,32 @@ def check(pattern: object, where: str) -> str:
             "(patterns run on RE2: no backreferences or lookaround)"
         ) from None
     return pattern
+
+
+def check_all(patterns: list[Any], where: str) -> tuple[str, ...]:
+    """Every pattern ``check``-ed, their count and size bounded, and all of them compiled as one
+    program; else a ``ConfigError`` naming ``where`` (``file: secretKeys``)."""
+    if len(patterns) > MAX_PATTERNS:
+        raise ConfigError(f"{where}: {len(patterns)} patterns; at most {MAX_PATTERNS} (join names into one pattern)")
+    checked = tuple(check(p, f"{where}[{i}]") for i, p in enumerate(patterns))
+    if sum(map(len, checked)) > MAX_CHARS:
+        raise ConfigError(f"{where}: {sum(map(len, checked))} characters of patterns; at most {MAX_CHARS}")
+    try:
+        _combined(checked)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: the patterns together are more than syncer can run: {_shown(str(exc))}") from None
+    return checked
+
+
+def any_fullmatch(patterns: tuple[str, ...], text: str) -> bool:
+    """Does one of ``patterns`` match all of ``text``, case-insensitively (one RE2 program for all)?"""
+    if not patterns:
+        return False
+    try:
+        program = _combined(patterns)
+    except ValueError as exc:  # only patterns that never went through ``check_all``
+        raise ConfigError(f"secretKeys: {_shown(patterns)} are not patterns syncer can run: {_shown(str(exc))}") from None
+    return program.fullmatch(text) is not None
 
 
 def fullmatch(pattern: str, text: str) -> bool:

@@ -143,3 +143,29 @@ def test_diff_with_a_bad_pattern_exits_2_with_one_line(tmp_path: Path) -> None:
     conf.write_text(conf.read_text().replace("'(['", "'(.+)+!'"))  # the bomb: the diff ends
     code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
     assert code == 1 and err == "" and "difference(s)" in out
+
+
+def test_many_secret_keys_patterns_are_refused_and_the_rest_compile_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Was (issue 21, third round, F10): 400 accepted ``[\\w\\W]{0,1000}N`` patterns thrashed the
+    RE2 compile cache (256 programs): 26 s for 20 keys. Now at most 64 patterns (and 8,192
+    characters) load, and one config's patterns run as one program, compiled once."""
+    from syncer import userpattern
+    from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key
+
+    many = "".join(f"  - '[\\w\\W]{{0,1000}}{i}'\n" for i in range(400))
+    msg = _err(f"secretKeys:\n{many}")
+    assert msg.startswith(f"{SRC}: secretKeys: 400 patterns; at most 64")
+    long = "".join(f"  - '{'x' * 200}{i}'\n" for i in range(60))
+    assert "characters of patterns; at most 8192" in _err(f"secretKeys:\n{long}")
+
+    cfg = parse_config("secretKeys:\n" + "".join(f"  - 'stripe_{i}.*'\n" for i in range(64)), SRC, "asgard")
+    compiled: list[str] = []
+    real = userpattern.re2.compile
+    monkeypatch.setattr(userpattern.re2, "compile", lambda p, *a: compiled.append(p) or real(p, *a))
+    userpattern._combined.cache_clear()
+    userpattern._compiled.cache_clear()
+    patterns = (*DEFAULT_SECRET_PATTERNS, *cfg.secret_keys)
+    for k in range(50):
+        assert is_secret_key(f"stripe_{k % 64}_{k}x", patterns)
+        assert not is_secret_key(f"plain_{k}", patterns)
+    assert len(compiled) == 1, len(compiled)

@@ -227,3 +227,196 @@ def test_a_cyrillic_o_in_a_secret_key_name_is_never_committed(asgard_repo: Path,
     out, pushed = _commit(asgard_repo, live)
     for secret in ("cyr-LIVE-pw", "hookLIVEsecret00", "x-LIVE-pw"):
         assert secret not in out and secret not in pushed, secret
+
+
+# -- 4. hostile input, fourth look: memory, alias re-parse, shapes missed -----------------
+
+
+def test_remembered_judgements_keep_no_value_text() -> None:
+    """Was (F7): ``_judge_text`` was an ``lru_cache(4096)`` keyed by the full text: 300 distinct
+    1 MB values kept 300 MB alive. Now the memo holds digests: a judged value is let go."""
+    import gc
+    import tracemalloc
+
+    from syncer import lookalike, secrets
+
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(4):
+        value = (f"v{i}-" + "x" * 60 + "\n") * 4000  # ~260 KB, distinct each time
+        assert secrets.judge(value) is None
+        lookalike.change_note(value, value + "\u200b")
+        del value
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert held < 1 << 20, f"{held} bytes held after judging 1 MB of values"
+
+
+def test_memo_is_bounded_by_entries_and_bytes() -> None:
+    from syncer.digestmemo import DigestMemo, text_key
+
+    memo: DigestMemo[str] = DigestMemo(max_entries=3, max_bytes=1 << 20)
+    for i in range(10):
+        assert memo.get((text_key("x" * 1000 + str(i)),), lambda: "why") == "why"
+    assert len(memo) == 3
+    small: DigestMemo[str] = DigestMemo(max_entries=100, max_bytes=2000)
+    for i in range(100):
+        small.get(("k%d" % i,), lambda: "a reason " * 10)
+    assert small.held_bytes <= 2000 and 0 < len(small) < 100
+    assert isinstance(text_key("y" * 10_000), bytes) and len(text_key("y" * 10_000)) == 32
+
+
+def test_yaml_aliases_to_an_inner_file_are_judged_once() -> None:
+    """Was (F8): a 12 KB value whose 1,000 aliases name a string that is a YAML file (itself
+    with 2,000 aliases) re-parsed it at each alias: ~9 s. Now each inner string is judged once
+    per judgement, within one budget of characters parsed (``MAX_PARSED``)."""
+    from syncer import secrets
+
+    deep = "k: [1]\nx: " + "y" * 3000 + "\n"
+    inner = f"c: &c {json.dumps(deep)}\nd: [" + ",".join(["*c"] * 2000) + "]\n"
+    outer = f"a: &a {json.dumps(inner)}\nb: [" + ",".join(["*a"] * 1000) + "]\n"
+    assert len(outer) <= secrets.MAX_YAML
+    judge = secrets._Judge(secrets.DEFAULT_SECRET_PATTERNS)
+    assert judge.text(outer, 0) is None
+    assert judge.parsed <= len(outer) + len(inner) + len(deep)  # each inner file parsed once (not 1,000 times)
+    # the secret is still found through an alias
+    file = json.dumps("db:\n  password: hunter2xyz\n")
+    leaky = f"a: &a {file}\nb: [*a, *a]\n"
+    assert secrets.judge(leaky)
+
+
+def _surrogate_repo(tmp_path: Path, git_value: str, live_value: str) -> tuple[Path, Path]:
+    repo = tmp_path / "r"
+    (repo / "hosts" / "t").mkdir(parents=True)
+    (repo / "hosts" / "t" / "syncer.conf").write_text("installation: t\nnamespace: ns\ntrack:\n  ConfigMap: writeback\n")
+    (repo / "hosts" / "t" / "app.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ns\n"
+        f"data:\n  a: \"{git_value}\"\n  b: \"x\"\n")
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "t")
+    live = tmp_path / "live.json"
+    live.write_text('{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap",'
+                    '"metadata":{"name":"app","namespace":"ns","annotations":{"kubectl.kubernetes.io/'
+                    'last-applied-configuration":"{\\"data\\":{\\"a\\":\\"y\\"}}"}},"data":{"a":"'
+                    + live_value + '","b":"x"}}]}')
+    return repo, live
+
+
+def test_a_lone_surrogate_is_refused_in_git_and_escaped_from_live(tmp_path: Path) -> None:
+    """Was (F6): ``a: "\\ud800"`` in a git manifest crashed ``syncer diff`` with
+    UnicodeEncodeError, exit 1. Now the file is refused in one line naming it (exit 2); a live
+    value with one is shown escaped."""
+    import os
+    import subprocess
+    import sys
+
+    from syncer import escape
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PYTHONIOENCODING": "utf-8"}
+
+    def diff(repo: Path, live: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "syncer.cli", "diff", "t", "--repo", str(repo),
+                               "--live-file", str(live)], capture_output=True, text=True, env=env, timeout=120)
+
+    repo, live = _surrogate_repo(tmp_path / "git", "\\ud800", "y")
+    done = diff(repo, live)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "hosts/t/app.yaml:7" in errors[0] and "surrogate" in errors[0]
+
+    repo, live = _surrogate_repo(tmp_path / "live", "z", "y\\ud800")
+    done = diff(repo, live)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr  # 1: differences found
+    assert "y\\ud800" in done.stdout
+    for out in (escape.line, escape.terminal, escape.markdown, escape.slack):
+        out("a\udfffb").encode("utf-8")  # no UnicodeEncodeError
+
+
+_SA_JSON = json.dumps({"type": "service_account", "private_key": PEM, "client_email": "a@b.iam.gserviceaccount.com"})
+#: (ConfigMap key, live value holding a credential the check missed before F4)
+F4_VALUES = {
+    "AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=LEAK1abcdEFGH1234"
+                                       "abcdEFGH1234abcdEFGH1234abcdEFGH1234abcdEFGH12==;EndpointSuffix=core.windows.net",
+    "settings.yaml": "password: LEAK3hunter2",
+    "npmrc": "//registry.npmjs.org/:_authToken=LEAK4-9f3c1d2e-aaaa-bbbb-cccc-1234567890ab",
+    "sa.json": base64.b64encode(_SA_JSON.encode()).decode(),
+    "auth": "admin:$apr1$LEAK6xyz$abcdefghijklmnopqrstu.",
+}
+
+
+def test_f4_credentials_are_never_pushed_to_the_pr_branch(tmp_path: Path) -> None:
+    """Was (F4): an Azure ``AccountKey=``, a one-line ``password: x``, an ``.npmrc``
+    ``_authToken`` with a UUID, a base64 service-account JSON, an htpasswd hash and
+    ``args: ["--db-password", "x"]`` were pushed to the PR branch. Now each is reported only."""
+    origin, work = tmp_path / "origin.git", tmp_path / "work"
+    (work / "hosts" / "t").mkdir(parents=True)
+    (work / "hosts" / "t" / "syncer.conf").write_text(
+        "installation: t\nnamespace: ns\ntrack:\n  ConfigMap: writeback\n  Deployment: writeback\n")
+    data = "".join(f"  {key}: \"x\"\n" for key in F4_VALUES)
+    (work / "hosts" / "t" / "app.yaml").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: ns\ndata:\n{data}---\n"
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: ns\nspec:\n  template:\n"
+        "    spec:\n      containers:\n      - name: c\n        image: x\n        args: [\"--log-level\", \"info\"]\n")
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(tmp_path, "init", "-q", "-b", "main", str(work))
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "t")
+    git(work, "remote", "add", "origin", str(origin))
+    git(work, "push", "-q", "origin", "main")
+    args = ["--log-level", "debug", "--db-password", "LEAK7hunter2"]
+    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app", "namespace": "ns"},
+              "data": dict(F4_VALUES)},
+             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ns"},
+              "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x", "args": args}]}}}}]
+    live = tmp_path / "live.json"
+    live.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    code, out, err = run("sync", "t", "--repo", str(work), "--live-file", str(live), "--mode", "pr", "--forge", "none")
+    assert code in (0, 1), err
+    git(work, "fetch", "-q", "origin")
+    branches = git(work, "branch", "-r")
+    pushed = git(work, "log", "-p", "--all")
+    for text in (out + err, pushed):
+        for marker in ("LEAK", "MIIEvQIBADAN", F4_VALUES["sa.json"][:40]):
+            assert marker not in text, (marker, branches, text[:3000])
+    code, doc, _ = run("diff", "t", "--repo", str(work), "--live-file", str(live), "-o", "json")
+    reasons = {d["path"]: d for d in json.loads(doc)["drifts"]}
+    for key in F4_VALUES:
+        assert reasons[f"data.{key}"]["action"] == "report", reasons[f"data.{key}"]
+    assert any("--db-password" in d.get("reason", "") for d in reasons.values()), reasons
+
+
+@pytest.mark.parametrize("value", [
+    *F4_VALUES.values(),
+    "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=abcdEFGH1234abcdEFGH12=",
+    "https://acct.blob.core.windows.net/c?sv=2020-08-04&sp=r&se=2030-01-01&sig=abcdEFGH1234abcdEFGH1234abcd%3D",
+    "hvs.CAESIJlU9JMYEhOPYv4igdhm9PnZDrabYTobQ4Ymnlq1qY",
+    "- password: hunter2xyz\n- x: 1\n",
+    "machine github.com login bob password s3cr3tpassw0rd\n",
+    "--password hunter2xyz --user bob",
+    "db.password hunter2xyz",
+    "admin:$2y$05$abcdefghijklmnopqrstuuABCDEFGHIJKLMNOPQRSTUVWXYZ01234\n",
+    ["--log-level", "info", "--db-password", "hunter2xyz"],
+    'x: {"password": "hunter2xyz"}', "a: 1\nx: {\"password\": \"hunter2xyz\"}\n",
+    "db.password hunter2xyz\nx=1\n", "curl -u bob:hunter2xyz https://x",
+    "machine github.com\n  login bob\n  password s3cr3tpassw0rd\n",
+])
+def test_f4_shapes_inside_values(value: Any) -> None:
+    from syncer.secrets import judge
+
+    assert judge(value) is not None
+
+
+@pytest.mark.parametrize("value", [
+    "Note: see the wiki", "password: ${DB_PASSWORD}", "AccountName=acct;AccountKey=;", "sig=short",
+    "--password-file /run/secrets/pw", ["--password", "--other"], ["--log-level", "info"],
+    "user: admin", "admin:x", base64.b64encode(b'{"type": "service_account", "project_id": "p"}' * 2).decode(),
+    "hvs.short", "log in with your password please", "curl -u bob https://x", "x: {\"user\": \"bob\"}",
+    "reset your password\nthen log in\n",
+])
+def test_f4_near_misses(value: Any) -> None:
+    from syncer.secrets import judge
+
+    assert judge(value) is None, judge(value)
