@@ -45,6 +45,17 @@ class ObjectRef:
     def __hash__(self) -> int:
         return self._hash  # type: ignore[no-any-return,attr-defined]
 
+    def __eq__(self, other: object) -> bool:
+        # Equal refs that are not the same object meet in every map lookup of a pass (thousands):
+        # the remembered hash tells most of them apart before four string comparisons.
+        if self is other:
+            return True
+        if other.__class__ is not ObjectRef:
+            return NotImplemented
+        return (self._hash == other._hash  # type: ignore[attr-defined]
+                and self.name == other.name and self.namespace == other.namespace
+                and self.kind == other.kind and self.api_version == other.api_version)
+
     def __str__(self) -> str:
         ns = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind}/{ns}{self.name}"
