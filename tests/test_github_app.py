@@ -157,27 +157,31 @@ def test_a_bad_key_file_is_one_line_exit_2(asgard_repo: Path, tmp_path: Path) ->
         load_private_key(tmp_path / "missing.pem")
 
 
-def test_sync_opens_the_pr_and_pushes_with_the_installation_token(asgard_repo: Path, tmp_path: Path,
-                                                                     key: rsa.RSAPrivateKey) -> None:
+def served_origin(tmp_path: Path) -> Path:
+    """A folder for GitHTTPServer holding the test's origin as ``infra.git``, pushes allowed."""
     root = tmp_path / "srv"
     root.mkdir()
     shutil.copytree(tmp_path / "origin.git", root / "infra.git")
     subprocess.run(["git", "--git-dir", str(root / "infra.git"), "config", "http.receivepack", "true"], check=True)
+    return root
+
+
+def test_sync_opens_the_pr_and_pushes_with_the_installation_token(asgard_repo: Path, tmp_path: Path,
+                                                                     key: rsa.RSAPrivateKey) -> None:
+    root = served_origin(tmp_path)
     with FakeGitHub(git_dir=root / "infra.git", token="personal-token-never-used") as github:
         app = github.install_app(FakeApp(APP_ID, key.public_key()))
         with GitHTTPServer(root, authorize=app.git_authorization_ok) as git_server:
-            code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
-                                 "--mode", "pr", "--forge", "github", "--forge-url", github.url,
-                                 "--forge-repo", "acme/infra", "--remote", f"{git_server.url}/infra.git",
-                                 "--github-app-id", APP_ID, "--github-app-key-file", str(pem(key, tmp_path / "k.pem")))
+            argv = ("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE), "--mode", "pr",
+                    "--forge", "github", "--forge-url", github.url, "--forge-repo", "acme/infra",
+                    "--remote", f"{git_server.url}/infra.git",
+                    "--github-app-id", APP_ID, "--github-app-key-file", str(pem(key, tmp_path / "k.pem")))
+            code, out, err = run(*argv)
             assert (code, err) == (0, ""), out
             assert "pull request opened" in out and len(github.prs) == 1
             assert github.prs[0].author == app.bot  # the app's bot opened it: GET /user is no help there
             # The next sync finds that PR as its own (opened by the app's bot, from this repository).
-            code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
-                                 "--mode", "pr", "--forge", "github", "--forge-url", github.url,
-                                 "--forge-repo", "acme/infra", "--remote", f"{git_server.url}/infra.git",
-                                 "--github-app-id", APP_ID, "--github-app-key-file", str(tmp_path / "k.pem"))
+            code, out, err = run(*argv)
             assert (code, err) == (0, ""), out
             assert len(github.prs) == 1 and "pull request opened" not in out, out
         assert git_server.pushes_refused == 0
@@ -212,10 +216,7 @@ def test_the_sidecar_runs_on_the_app_from_its_env_twins(asgard_repo: Path, fake:
 
     agree_with_live(asgard_repo)
     seed(fake, asgard_repo)
-    root = tmp_path / "srv"
-    root.mkdir()
-    shutil.copytree(tmp_path / "origin.git", root / "infra.git")
-    subprocess.run(["git", "--git-dir", str(root / "infra.git"), "config", "http.receivepack", "true"], check=True)
+    root = served_origin(tmp_path)
     with FakeGitHub(git_dir=root / "infra.git", token="personal-token-never-used") as github:
         app = github.install_app(FakeApp(APP_ID, key.public_key()))
         with GitHTTPServer(root, authorize=app.git_authorization_ok) as git_server:
