@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from syncer.errors import ClusterError, ConfigError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
@@ -25,6 +25,14 @@ from syncer.model import ObjectRef, Result
 from syncer.normalize import LAST_APPLIED
 
 log = logging.getLogger("syncer.live")
+
+
+@runtime_checkable
+class Lister(Protocol):
+    """A live source that can also list a kind in a namespace (untracked objects: the API server,
+    a snapshot, the sidecar's watch cache through the API server)."""
+
+    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]: ...
 
 
 class LiveSource(Protocol):

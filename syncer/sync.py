@@ -26,7 +26,7 @@ from syncer.engine import BaseStore, detect
 from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.history import GitHistory
-from syncer.live import LiveSource
+from syncer.live import Lister, LiveSource
 from syncer.gitsource import load_source, verified
 from syncer.manifests import Manifests, host_dir
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result
@@ -124,7 +124,7 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
     config = loaded.config
     if config.untracked.mode is UntrackedMode.IGNORE:
         return result
-    if not isinstance(source, untracked.Lister):
+    if not isinstance(source, Lister):
         return replace(result, errors=result.errors + (FileError(
             config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
     lister = untracked.WarnOnRefusal(source, config.source)

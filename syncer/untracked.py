@@ -19,23 +19,23 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-import logging
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from syncer.config import Config, UntrackedMode
 from syncer.engine import secret_fields
-from syncer.kube import Refused
-from syncer.manifests import parse_documents
-from syncer.model import FileError
-from syncer.yamledit import double_quoted, plain_ok
 from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN
-from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Track
+from syncer.kube import Refused
+from syncer.live import Lister
+from syncer.manifests import parse_documents
+from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Track
 from syncer.normalize import LAST_APPLIED
 from syncer.redact import DEFAULT_SECRET_PATTERNS
+from syncer.yamledit import double_quoted, plain_ok
 
 JSON = dict[str, Any]
 log = logging.getLogger("syncer.untracked")
@@ -50,13 +50,6 @@ _VERSIONS = {"ConfigMap": "v1", "Secret": "v1", "Service": "v1", "Endpoints": "v
              "Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "CronJob": "batch/v1beta1",
              "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
              "Ingress": "networking.k8s.io/v1", "PersistentVolumeClaim": "v1"}
-
-
-@runtime_checkable
-class Lister(Protocol):
-    """A live source that can list a kind in a namespace (the API server, a snapshot)."""
-
-    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[JSON]: ...
 
 
 @dataclass(frozen=True)

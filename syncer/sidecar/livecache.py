@@ -25,16 +25,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from syncer.errors import ClusterError
 from syncer.kube import Refused
 from syncer.model import ObjectRef
 from syncer.normalize import normalize
 
-
-class Lister(Protocol):
-    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]: ...
+if TYPE_CHECKING:
+    from syncer.live import Lister
 
 
 @dataclass
@@ -112,7 +111,7 @@ class LiveCache:
         self.api_ok_at: float | None = None
         self.api_error: str | None = None
         #: Where ``list_objects`` lists from (the API server; set by the sidecar).
-        self.lister: Lister | None = None
+        self.lister: "Lister | None" = None
         self.api_error_at: float | None = None
 
     # -- the watch side -------------------------------------------------------------
