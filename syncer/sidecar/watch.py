@@ -34,10 +34,11 @@ from typing import Any, Protocol
 
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
-from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream, api_error
+from syncer.kube import ApiError, Gone, Kube, WatchStream, api_error
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.retry import Retry, WatchSettings, as_cluster_error
 
 log = logging.getLogger("syncer.watch")
 
@@ -48,28 +49,6 @@ MAX_LINE = 16 * 1024 * 1024
 
 __all__ = ["ApiError", "Gone", "ObjectWatcher", "Target", "Watched", "WatchSettings", "api_error", "lines",
            "list_object", "stream", "target_for"]
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    #: An API server that does not accept a connection within 5 s is down for us.
-    connect_timeout: float = 5.0
-    #: Client-side inactivity limit on a watch. A v1.20 API server sends no BOOKMARK on an idle
-    #: watch until its ``timeoutSeconds`` nears, so silence is normal: a dead peer is found by
-    #: TCP keepalive instead (syncer/kube.py), and this only backs it up (a proxy that keeps the
-    #: TCP connection but swallowed the stream).
-    read_timeout: float = 3700.0
-    #: Server-side lifetime of one watch request: an idle object costs one request per hour.
-    watch_seconds: int = 3600
-    #: Reconnect backoff: full jitter over base * 2**n, capped, so N replicas that lost the
-    #: same API server do not come back in lockstep.
-    backoff_base: float = 0.5
-    backoff_cap: float = 30.0
-    #: Extra time, past ``watch_seconds``, the client gives the server to end a watch itself.
-    grace: float = 60.0
-
-    def backoff(self, failures: int, rand: Callable[[], float]) -> float:
-        return float(rand()) * min(self.backoff_cap, self.backoff_base * 2.0 ** max(0, failures - 1))
 
 
 @dataclass(frozen=True)
@@ -178,23 +157,29 @@ def last_manager(obj: JSON) -> str | None:
 
 
 class ObjectWatcher:
-    """Keeps one object current in the cache, forever (until ``stop``)."""
+    """Keeps one object current in the cache, forever (until ``stop``), in a thread of its own."""
 
     def __init__(self, api: Kube, target: Target, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
                  on_restart: Callable[[], None] = lambda: None, on_error: Callable[[], None] = lambda: None,
                  sleep: Callable[[float], None] | None = None, rand: Callable[[], float] = random.random) -> None:
         self.api, self.target, self.cache, self.settings = api, target, cache, settings
         self.ref = target.ref
-        self.on_restart, self.on_error = on_restart, on_error
-        self.rand = rand
+        self.retry = Retry(cache, settings, str(self.ref), lambda: (self.ref,), on_restart=on_restart,
+                           on_error=on_error, rand=rand)
         self.stopped = threading.Event()
         self._sleep = sleep or self.stopped.wait
-        #: Set once the first list and watch were answered, well or not; ``first_error`` holds
-        #: a refusal (401/403) of either, which makes startup fail.
-        self.first = threading.Event()
-        self.first_error: ApiError | None = None
         self._raw: WatchStream | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def first(self) -> threading.Event:
+        """Set once the first list and watch were answered, well or not."""
+        return self.retry.first
+
+    @property
+    def first_error(self) -> ApiError | None:
+        """A refusal (401/403) of the first list or watch: startup fails."""
+        return self.retry.first_error
 
     def start(self) -> "ObjectWatcher":
         self._thread = threading.Thread(target=self.run, name=f"watch {self.ref}", daemon=True)
@@ -220,7 +205,6 @@ class ObjectWatcher:
 
     def run(self) -> None:
         rv: str | None = None
-        failures = 0
         while not self.stopped.is_set():
             try:
                 if rv is None:
@@ -231,52 +215,29 @@ class ObjectWatcher:
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
                     if self.stopped.is_set():
                         break
-                    failures = 0
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    if etype != "BOOKMARK" and self.cache.put(self.ref, None if etype == "DELETED" else obj):
-                        # a change arrived (not a re-list): the pass that handles it says what it decided
-                        event(log, logging.INFO, "event", ref=self.ref, type=etype, manager=last_manager(obj))
-                    self.cache.api_reached()
+                    rv = watched(self.cache, self.ref, self.retry, etype, obj, rv)
                 continue  # the server closed the watch after timeoutSeconds: go on from rv
-            except Gone as exc:
-                if self.stopped.is_set():
-                    break
-                event(log, logging.INFO, "watch history expired; re-listing", ref=self.ref, error=exc.message)
-                rv = None  # never watch again at the expired version
-                failures += 1
-                error: ClusterError = exc
-            except ClusterError as exc:
-                error = exc
-            except (OSError, ValueError) as exc:
-                error = ClusterUnreachable(f"watch {self.ref}: connection lost ({type(exc).__name__})", transient=True)
+            except (ClusterError, OSError, ValueError) as exc:
+                error = as_cluster_error(exc, str(self.ref))
             finally:
                 self._raw = None
             if self.stopped.is_set():
                 break
-            failures += 0 if isinstance(error, Gone) else 1
-            self._failed(error)
-            self.on_restart()
-            if not (isinstance(error, Gone) and failures == 1):  # the first re-list after 410 is immediate
-                self._sleep(self.settings.backoff(failures, self.rand))
+            if isinstance(error, Gone):
+                rv = None  # never watch again at the expired version
+            self._sleep_for(self.retry.after(error))
 
-    def _failed(self, error: ClusterError) -> None:
-        status = error.status if isinstance(error, ApiError) else None
-        if isinstance(error, Gone):
-            return
-        self.on_error()
-        if status in (401, 403) or not error.transient:
-            self.cache.fail(self.ref, error.message, status)
-            if isinstance(error, ApiError) and status in (401, 403) and not self.first.is_set():
-                self.first_error = error
-        else:
-            self.cache.stream_down(self.ref)
-        if status is None or status >= 500 or status == 429:  # down or overloaded: not usable
-            self.cache.api_unreachable(error.message)
-        else:  # it answered (403, 404): reachable, this object has a problem of its own
-            self.cache.api_reached()
-        self.first.set()
-        if status in (401, 403):  # retried quietly (a grant added later is picked up); the pass
-            # that cannot compare it says so once, naming the grant (Loop._log_outcome)
-            event(log, logging.DEBUG, "cannot read; retrying with backoff", ref=self.ref, error=error.message)
-            return
-        event(log, logging.WARNING, "watch failed; reconnecting", ref=self.ref, error=error.message)
+    def _sleep_for(self, delay: float) -> None:
+        if delay > 0:
+            self._sleep(delay)
+
+
+def watched(cache: LiveCache, ref: ObjectRef, retry: Retry, etype: str, obj: JSON, rv: str) -> str:
+    """One event of the watch of ``ref`` into the cache; the version to resume from."""
+    retry.answered()
+    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+    if etype != "BOOKMARK" and cache.put(ref, None if etype == "DELETED" else obj):
+        # a change arrived (not a re-list): the pass that handles it says what it decided
+        event(log, logging.INFO, "event", ref=ref, type=etype, manager=last_manager(obj))
+    cache.api_reached()
+    return rv
