@@ -839,3 +839,8 @@ def kube_client(kubeconfig: str | None, context: str | None, *, pool_size: int =
                 timeouts: Timeouts | None = None) -> KubeClient:
     """The client the CLI and the sidecar use."""
     return KubeClient(load_connection(kubeconfig, context), pool_size=pool_size, timeouts=timeouts)
+
+
+#: The TLS context of a ``Connection`` (its CA, client certificate), built anew on each call: the
+#: HTTP/2 watches of the sidecar (syncer/sidecar/h2conn.py) open their own connections with it.
+ssl_context = _ssl_context

@@ -87,7 +87,11 @@ def target_for(kube: Kube, ref: ObjectRef) -> Target:
 def list_object(api: Kube, target: Target) -> tuple[JSON | None, str]:
     """The object (``None`` when absent) and the list's resourceVersion to watch from."""
     what = f"list {target.ref}"
-    doc = api.call("GET", target.path, query=target.query, what=what)
+    return listed(target, api.call("GET", target.path, query=target.query, what=what), what)
+
+
+def listed(target: Target, doc: JSON | None, what: str) -> tuple[JSON | None, str]:
+    """``list_object``'s answer from the list ``doc`` (``None``: not served)."""
     if doc is None:
         raise ClusterError(f"{what}: the API server does not serve {target.path}", transient=False)
     rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
@@ -116,12 +120,34 @@ def lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield bytes(buf).strip()
 
 
+def decode_event(line: bytes, what: str) -> tuple[str, JSON] | None:
+    """One line of a watch: (type, object), ``None`` for a type syncer does not use; an ``ERROR``
+    event raises its ``ApiError`` (410: ``Gone``)."""
+    try:  # a custom resource nested too deeply is this watch's error, never a RecursionError
+        ev = load_json(line.decode("utf-8"), what, max_bytes=MAX_LINE)
+    except ValueError:
+        raise ClusterError(f"{what}: malformed event line", transient=True) from None
+    etype, obj = ev.get("type"), ev.get("object")
+    if not isinstance(obj, dict):
+        return None
+    if etype == "ERROR":
+        raise api_error(int(obj.get("code") or 500), obj, what)
+    if etype in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+        return str(etype), obj
+    return None
+
+
+def watch_query(target: Watched, rv: str, settings: WatchSettings) -> list[tuple[str, str]]:
+    """The query of a watch of ``target`` from ``rv``, with bookmarks, ended by the server."""
+    return [*target.query, ("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(settings.watch_seconds))]
+
+
 def stream(api: Kube, target: Watched, rv: str, settings: WatchSettings,
            on_open: Callable[[WatchStream], None] | None = None) -> Iterator[tuple[str, JSON]]:
     """Events (type, object) of one watch from ``rv``; ends when the server ends the watch."""
     what = f"watch {target.label}"
-    query = [*target.query, ("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
-             ("timeoutSeconds", str(settings.watch_seconds))]
+    query = watch_query(target, rv, settings)
     ws = api.open_watch(target.path, query, what=what, budget=settings.watch_seconds + settings.grace,
                         idle=settings.read_timeout)
     if on_open is not None:
@@ -130,17 +156,9 @@ def stream(api: Kube, target: Watched, rv: str, settings: WatchSettings,
     chunks = ws.chunks()
     try:
         for line in lines(chunks):
-            try:  # a custom resource nested too deeply is this watch's error, never a RecursionError
-                ev = load_json(line.decode("utf-8"), what, max_bytes=MAX_LINE)
-            except ValueError:
-                raise ClusterError(f"{what}: malformed event line", transient=True) from None
-            etype, obj = ev.get("type"), ev.get("object")
-            if not isinstance(obj, dict):
-                continue
-            if etype == "ERROR":
-                raise api_error(int(obj.get("code") or 500), obj, what)
-            if etype in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
-                yield str(etype), obj
+            ev = decode_event(line, what)
+            if ev is not None:
+                yield ev
         complete = True
     finally:
         if not complete:

@@ -1,0 +1,218 @@
+"""One HTTP/2 connection to the API server, carrying many requests at once (sans-IO ``h2``).
+
+The multiplexer (h2watch.py) owns a few of these and drives them from one thread with a
+selector: ``H2Conn`` opens the TLS connection (the kubeconfig's CA and client certificate, via
+``syncer.kube.ssl_context``; TCP keepalive as every connection of syncer/kube.py), insists on
+``h2`` by ALPN (``NotH2`` otherwise: the caller falls back to a thread per watch), waits for the
+server's SETTINGS so it knows how many streams it may open, and then:
+
+* ``request``   sends one GET (headers only) on a new stream, and returns its id;
+* ``receive``   reads what the socket holds, without blocking, and returns the h2 events; the
+                flow-control window of each DATA frame is handed back at once (the caller
+                consumes every byte as it arrives);
+* ``cancel``    resets a stream the caller gave up on.
+
+Every wait is bounded: the connect and TLS handshake by ``connect`` seconds, a write by
+``WRITE_TIMEOUT``; reads never block.
+
+Why not httpx's HTTP/2: httpcore does not open another connection when one's streams are all
+used (httpx #1414, httpcore #248), and a watch holds its stream for an hour; the API server
+allows 100 streams per connection by default (``--http2-max-streams-per-connection``).
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+
+from syncer.kube import (DEFAULT_TIMEOUTS, KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, USER_AGENT, Connection,
+                         Kube, KubeClient, ssl_context)
+
+__all__ = ["Endpoint", "H2Conn", "NotH2", "WRITE_TIMEOUT"]
+
+#: A write (a request's headers, a window update) that the kernel does not take within this
+#: long means the connection is stuck.
+WRITE_TIMEOUT = 10.0
+
+#: A connection window large enough that thousands of quiet watches never wait on it.
+CONNECTION_WINDOW = 16 * 1024 * 1024
+
+
+class NotH2(Exception):
+    """The server did not choose HTTP/2 by ALPN."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the API server is and how each request authenticates, from a ``KubeClient``."""
+
+    host: str
+    port: int
+    prefix: str  # the server URL's path, before every API path
+    authority: str
+    server_hostname: str | None
+    conn: Connection
+    connect_timeout: float
+    read_timeout: float
+    total_timeout: float
+
+    @classmethod
+    def of(cls, api: Kube) -> "Endpoint | None":
+        """The endpoint of ``api``; ``None`` unless it is the real client over https."""
+        if not isinstance(api, KubeClient):
+            return None
+        parts = urlsplit(api.conn.server)
+        if parts.scheme != "https" or not parts.hostname:
+            return None
+        t = api.timeouts or DEFAULT_TIMEOUTS
+        port = parts.port or 443
+        name = api.conn.tls_server_name or (None if api.conn.insecure else parts.hostname)
+        return cls(parts.hostname, port, parts.path.rstrip("/"), parts.netloc.rsplit("@", 1)[-1], name, api.conn,
+                   t.connect, t.read, t.total)
+
+    def headers(self, path: str) -> list[tuple[bytes, bytes]]:
+        headers = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", self.authority.encode()),
+                   (b":path", (self.prefix + path).encode()), (b"accept", b"application/json"),
+                   (b"user-agent", USER_AGENT.encode())]
+        auth = self.conn.authorization()
+        if auth:
+            headers.append((b"authorization", auth.encode()))
+        return headers
+
+
+def _keepalive(sock: socket.socket) -> None:
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for name, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE), ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+                        ("TCP_KEEPCNT", KEEPALIVE_COUNT)):
+        if hasattr(socket, name):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
+
+
+class H2Conn:
+    """One TLS connection speaking HTTP/2; at most ``limit`` streams open on it."""
+
+    def __init__(self, ep: Endpoint, max_streams: int) -> None:
+        self.ep = ep
+        raw = socket.create_connection((ep.host, ep.port), timeout=ep.connect_timeout)
+        try:
+            _keepalive(raw)
+            ctx = ssl_context(ep.conn)
+            ctx.set_alpn_protocols(["h2", "http/1.1"])
+            self.sock: ssl.SSLSocket = ctx.wrap_socket(raw, server_hostname=ep.server_hostname or ep.host)
+        except BaseException:
+            raw.close()
+            raise
+        try:
+            if self.sock.selected_alpn_protocol() != "h2":
+                raise NotH2(f"the API server at {ep.host}:{ep.port} did not choose HTTP/2 (ALPN: "
+                            f"{self.sock.selected_alpn_protocol() or 'none'})")
+            self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+            self.h2.local_settings.enable_push = 0
+            self.h2.initiate_connection()
+            self.h2.increment_flow_control_window(CONNECTION_WINDOW)
+            self._flush()
+            self._server_settings()
+            self.sock.setblocking(False)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.max_streams = max_streams
+        self.streams: set[int] = set()
+        self.alive = True
+
+    def _server_settings(self) -> None:
+        """Read (blocking, within the connect timeout) until the server's first SETTINGS."""
+        while True:
+            data = self.sock.recv(65536)
+            if not data:
+                raise ConnectionError("the API server closed the connection before its SETTINGS")
+            events = self.h2.receive_data(data)
+            self._flush()
+            if any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events):
+                return
+
+    @property
+    def limit(self) -> int:
+        """Streams this connection may carry: ours, or fewer when the server says so."""
+        return max(0, min(self.max_streams, self.h2.remote_settings.max_concurrent_streams))
+
+    @property
+    def room(self) -> int:
+        return self.limit - len(self.streams) if self.alive else 0
+
+    def request(self, path: str) -> int:
+        try:
+            sid = self.h2.get_next_available_stream_id()
+            self.h2.send_headers(sid, self.ep.headers(path), end_stream=True)
+        except h2.exceptions.H2Error as exc:  # the connection is closing (GOAWAY) or out of stream ids
+            self.alive = False
+            raise ConnectionError(f"HTTP/2: no new stream ({type(exc).__name__})") from None
+        self.streams.add(sid)
+        self._flush()
+        return sid
+
+    def cancel(self, sid: int) -> None:
+        self.streams.discard(sid)
+        if not self.alive:
+            return
+        try:
+            self.h2.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
+        except h2.exceptions.H2Error:  # already closed on the server's side
+            pass
+        self._flush()
+
+    def ended(self, sid: int) -> None:
+        self.streams.discard(sid)
+
+    def receive(self, on_event: Callable[[h2.events.Event], None]) -> None:
+        """Everything the socket holds now, as events; OSError when the connection is lost."""
+        while True:
+            try:
+                data = self.sock.recv(262144)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                break
+            if not data:
+                raise ConnectionError("the API server closed the connection")
+            try:
+                events = self.h2.receive_data(data)
+            except h2.exceptions.ProtocolError as exc:
+                raise ConnectionError(f"HTTP/2 protocol error: {exc}") from None
+            for ev in events:
+                if isinstance(ev, h2.events.DataReceived) and ev.flow_controlled_length:
+                    self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id or 0)
+                on_event(ev)
+        self._flush()
+
+    def _flush(self) -> None:
+        data = self.h2.data_to_send()
+        if not data:
+            return
+        blocking = self.sock.gettimeout()
+        self.sock.settimeout(WRITE_TIMEOUT)
+        try:
+            self.sock.sendall(data)
+        finally:
+            self.sock.settimeout(blocking)
+
+    def close(self) -> None:
+        self.alive = False
+        try:
+            self.h2.close_connection()
+            self.sock.setblocking(False)
+            self.sock.send(self.h2.data_to_send())
+        except (OSError, h2.exceptions.H2Error):
+            pass
+        try:
+            self.sock.close()
+        except OSError:
+            pass
