@@ -143,8 +143,10 @@ class H2Conn:
 
     @property
     def limit(self) -> int:
-        """Streams this connection may carry: ours, or fewer when the server says so."""
-        return max(0, min(self.max_streams, self.h2.remote_settings.max_concurrent_streams))
+        """Streams this connection may carry: ours, or 90 % of the server's limit when lower
+        (kube-apiserver from v1.29: 100 -> 90; v1.20: 250 -> 225)."""
+        server = self.h2.remote_settings.max_concurrent_streams
+        return max(1, min(self.max_streams, server * 9 // 10 if server >= 10 else server))
 
     @property
     def room(self) -> int:

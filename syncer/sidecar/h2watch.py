@@ -7,10 +7,10 @@ HTTP/2 (every kube-apiserver does, by ALPN), ``Multiplexer`` carries the same re
 streams instead:
 
 * one thread, a selector over the connections (h2conn.py) and a wake-up socket;
-* each connection carries at most ``MAX_STREAMS`` streams, or fewer when the server's
-  ``SETTINGS_MAX_CONCURRENT_STREAMS`` says so (kube-apiserver: 100 by default from v1.29,
-  ``--http2-max-streams-per-connection``); a request that finds no room opens a new
-  connection, so no stream ever waits behind a full one;
+* each connection carries at most 90 % of the server's ``SETTINGS_MAX_CONCURRENT_STREAMS``
+  (kube-apiserver from v1.29: 100 by default, so 90; v1.20: 250, so 225;
+  ``--http2-max-streams-per-connection``) and never more than ``MAX_STREAMS``; a request that
+  finds no room opens a new connection, so no stream ever waits behind a full one;
 * each object has at most one stream at a time: its list (``fieldSelector=metadata.name=X``)
   or its watch from the list's version with bookmarks (the queries of watch.py), whose DATA is
   cut into lines and decoded as it arrives (``decode_event``); an event naming another object
@@ -56,8 +56,8 @@ log = logging.getLogger("syncer.watch")
 
 JSON = dict[str, Any]
 
-#: Streams per connection at most (the API server's default limit is 100; keep clear of it).
-MAX_STREAMS = 90
+#: Streams per connection at most, whatever the server allows (within it: 90 % of its limit).
+MAX_STREAMS = 250
 
 #: How often deadlines are looked at (a stream over its budget is ended within this long).
 TICK = 1.0

@@ -10,8 +10,8 @@ when it is taken:
   ``rbac.watchKinds``. A 403 falls back, for good, to
 * **one watch per object**, narrowed by name, which a Role limited by ``resourceNames``
   allows: streams of ONE HTTP/2 multiplexer (``Multiplexer``, h2watch.py: one thread, a
-  connection per 90 objects) where the server speaks HTTP/2, else ``ObjectWatcher`` (watch.py:
-  one connection and one thread per object). The ``watching`` line says which (``over``), and
+  connection per 90 objects where the server allows 100 streams) where the server speaks
+  HTTP/2, else ``ObjectWatcher`` (watch.py: one connection and one thread per object). The ``watching`` line says which (``over``), and
   one line says once why there is no multiplexer.
 
 An object is watched one way at a time: when a collection grows past ``LIST_FROM`` its
