@@ -6,7 +6,8 @@ selector: ``H2Conn`` opens the TLS connection (the kubeconfig's CA and client ce
 ``h2`` by ALPN (``NotH2`` otherwise: the caller falls back to a thread per watch), waits for the
 server's SETTINGS so it knows how many streams it may open, and then:
 
-* ``request``   sends one GET (headers only) on a new stream, and returns its id;
+* ``request``   queues one GET (headers only) on a new stream, and returns its id; ``flush``
+                sends what is queued, in one write;
 * ``receive``   reads what the socket holds, without blocking, and returns the h2 events; the
                 flow-control window of each DATA frame is handed back at once (the caller
                 consumes every byte as it arrives);
@@ -103,6 +104,8 @@ class H2Conn:
 
     def __init__(self, ep: Endpoint, max_streams: int) -> None:
         self.ep = ep
+        #: ``alive``: takes new streams (not after GOAWAY); ``closed``: the socket is closed.
+        self.alive, self.closed = True, False
         raw = socket.create_connection((ep.host, ep.port), timeout=ep.connect_timeout)
         try:
             _keepalive(raw)
@@ -116,11 +119,17 @@ class H2Conn:
             if self.sock.selected_alpn_protocol() != "h2":
                 raise NotH2(f"the API server at {ep.host}:{ep.port} did not choose HTTP/2 (ALPN: "
                             f"{self.sock.selected_alpn_protocol() or 'none'})")
-            self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+            # Our headers are built lowercase, without connection headers (Endpoint.headers): h2's
+            # per-request normalization and validation cost more than the rest of a request; the
+            # token is thereby indexed by HPACK once per connection instead of sent whole, in
+            # Huffman code, per request (as Go's client, client-go's, does).
+            self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(
+                client_side=True, header_encoding=None, validate_outbound_headers=False,
+                normalize_outbound_headers=False))
             self.h2.local_settings.enable_push = 0
             self.h2.initiate_connection()
             self.h2.increment_flow_control_window(CONNECTION_WINDOW)
-            self._flush()
+            self.flush()
             self._server_settings()
             self.sock.setblocking(False)
         except BaseException:
@@ -128,7 +137,6 @@ class H2Conn:
             raise
         self.max_streams = max_streams
         self.streams: set[int] = set()
-        self.alive = True
 
     def _server_settings(self) -> None:
         """Read (blocking, within the connect timeout) until the server's first SETTINGS."""
@@ -137,7 +145,7 @@ class H2Conn:
             if not data:
                 raise ConnectionError("the API server closed the connection before its SETTINGS")
             events = self.h2.receive_data(data)
-            self._flush()
+            self.flush()
             if any(isinstance(e, h2.events.RemoteSettingsChanged) for e in events):
                 return
 
@@ -160,18 +168,16 @@ class H2Conn:
             self.alive = False
             raise ConnectionError(f"HTTP/2: no new stream ({type(exc).__name__})") from None
         self.streams.add(sid)
-        self._flush()
-        return sid
+        return sid  # sent at the next flush: many requests, one write
 
     def cancel(self, sid: int) -> None:
         self.streams.discard(sid)
-        if not self.alive:
+        if self.closed:
             return
         try:
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.CANCEL)
         except h2.exceptions.H2Error:  # already closed on the server's side
             pass
-        self._flush()
 
     def ended(self, sid: int) -> None:
         self.streams.discard(sid)
@@ -193,9 +199,12 @@ class H2Conn:
                 if isinstance(ev, h2.events.DataReceived) and ev.flow_controlled_length:
                     self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id or 0)
                 on_event(ev)
-        self._flush()
+        self.flush()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Send what the requests, resets and window updates queued (bounded by WRITE_TIMEOUT)."""
+        if self.closed:
+            return
         data = self.h2.data_to_send()
         if not data:
             return
@@ -207,7 +216,9 @@ class H2Conn:
             self.sock.settimeout(blocking)
 
     def close(self) -> None:
-        self.alive = False
+        if self.closed:
+            return
+        self.alive, self.closed = False, True
         try:
             self.h2.close_connection()
             self.sock.setblocking(False)

@@ -49,7 +49,7 @@ from syncer.errors import ClusterError
 from syncer.kube import MAX_BODY, ApiError, ClusterUnreachable, Gone, Kube, api_error
 from syncer.sidecar.h2conn import Endpoint, H2Conn, NotH2
 from syncer.sidecar.livecache import LiveCache
-from syncer.sidecar.retry import Retry, WatchSettings, as_cluster_error
+from syncer.sidecar.retry import Flag, Retry, Retrying, WatchSettings, as_cluster_error
 from syncer.sidecar.watch import MAX_LINE, Target, decode_event, listed, watch_query, watched
 
 log = logging.getLogger("syncer.watch")
@@ -59,14 +59,19 @@ JSON = dict[str, Any]
 #: Streams per connection at most, whatever the server allows (within it: 90 % of its limit).
 MAX_STREAMS = 250
 
+#: Lists in flight at most: thousands sent at once would wait at the server past their deadline.
+MAX_LISTS = 200
+
 #: How often deadlines are looked at (a stream over its budget is ended within this long).
 TICK = 1.0
 
 __all__ = ["MAX_STREAMS", "Multiplexer", "MuxWatch"]
 
 
-class MuxWatch:
+class MuxWatch(Retrying):
     """One object watched by a ``Multiplexer``: what ``WatchSet`` holds per object."""
+
+    __slots__ = ("mux", "target", "ref", "retry", "rv", "stopped", "due", "request")
 
     def __init__(self, mux: "Multiplexer", target: Target, retry: Retry) -> None:
         self.mux, self.target, self.ref, self.retry = mux, target, target.ref, retry
@@ -75,13 +80,6 @@ class MuxWatch:
         self.due = 0.0
         self.request: _Request | None = None
 
-    @property
-    def first(self) -> threading.Event:
-        return self.retry.first
-
-    @property
-    def first_error(self) -> ApiError | None:
-        return self.retry.first_error
 
     def stop(self) -> None:
         """Write nothing more for this object (its stream is reset by the multiplexer)."""
@@ -94,6 +92,8 @@ class MuxWatch:
 
 class _Request:
     """One stream: an object's list or watch, as its bytes arrive."""
+
+    __slots__ = ("w", "conn", "sid", "watching", "what", "deadline", "idle", "heard", "status", "buf")
 
     def __init__(self, w: MuxWatch, conn: H2Conn, sid: int, watching: bool, budget: float, idle: float) -> None:
         self.w, self.conn, self.sid, self.watching = w, conn, sid, watching
@@ -113,6 +113,9 @@ class Multiplexer:
         self.ep, self.cache, self.settings = ep, cache, settings
         self.on_restart, self.on_error, self.rand = on_restart, on_error, rand
         self.max_streams = max_streams
+        self._first = threading.Condition()  # of every watch's first answer (``Flag``)
+        self._listing = 0  # lists in flight
+        self._to_list: deque[MuxWatch] = deque()  # due to list, waiting for one of those to end
         self.conns: list[H2Conn] = []
         self._requests: dict[tuple[int, int], _Request] = {}  # (id(conn), stream id) -> request
         self._due: list[tuple[float, int, MuxWatch]] = []
@@ -162,7 +165,7 @@ class Multiplexer:
     def watch(self, target: Target) -> MuxWatch:
         """Watch one more object, from now on."""
         retry = Retry(self.cache, self.settings, str(target.ref), lambda: (target.ref,),
-                      on_restart=self.on_restart, on_error=self.on_error, rand=self.rand)
+                      on_restart=self.on_restart, on_error=self.on_error, rand=self.rand, first=Flag(self._first))
         w = MuxWatch(self, target, retry)
         self.call(lambda: self._schedule(w, 0.0))
         return w
@@ -198,12 +201,20 @@ class Multiplexer:
                 if time.monotonic() - last_tick >= TICK:
                     last_tick = time.monotonic()
                     self._check_deadlines(last_tick)
+                self._flush()
         finally:
             for conn in list(self.conns):
                 conn.close()
             self._sel.close()
             self._wake_r.close()
             self._wake_w.close()
+
+    def _flush(self) -> None:
+        for conn in list(self.conns):
+            try:
+                conn.flush()
+            except OSError as exc:
+                self._lost(conn, exc)
 
     def _woken(self) -> None:
         try:
@@ -239,6 +250,9 @@ class Multiplexer:
             due, _, w = heapq.heappop(self._due)
             if w.stopped or w.request is not None or due != w.due:
                 continue  # stopped, or rescheduled since
+            if w.rv is None and self._listing >= MAX_LISTS:
+                self._to_list.append(w)  # started when a list ends: none waits out its deadline queued
+                continue
             try:
                 self._start(w)
             except (ClusterError, OSError, ValueError) as exc:
@@ -273,6 +287,7 @@ class Multiplexer:
             self._lost(conn, exc)
             raise
         req = _Request(w, conn, sid, w.rv is not None, budget, idle)
+        self._listing += not req.watching
         w.request = req
         self._requests[(id(conn), sid)] = req
 
@@ -378,7 +393,13 @@ class Multiplexer:
         self._schedule(w, 0.0)
 
     def _end(self, req: _Request, cancel: bool = False) -> None:
-        self._requests.pop((id(req.conn), req.sid), None)
+        if self._requests.pop((id(req.conn), req.sid), None) is not None and not req.watching:
+            self._listing -= 1
+            while self._to_list:
+                w = self._to_list.popleft()
+                if not w.stopped and w.request is None:
+                    self._schedule(w, 0.0)
+                    break
         if req.w.request is req:
             req.w.request = None
         if cancel:

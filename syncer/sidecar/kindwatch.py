@@ -34,7 +34,7 @@ from syncer.kube import ApiError, Gone, Kube, WatchStream
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
-from syncer.sidecar.retry import Retry, WatchSettings, as_cluster_error
+from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
 from syncer.sidecar.watch import last_manager, stream
 
 log = logging.getLogger("syncer.watch")
@@ -91,7 +91,7 @@ def list_collection(api: Kube, target: Collection, names: Iterable[str]) -> tupl
     return found, rv
 
 
-class KindWatcher:
+class KindWatcher(Retrying):
     """Keeps the tracked objects of one collection current in the cache (until ``stop``)."""
 
     def __init__(self, api: Kube, target: Collection, refs: Iterable[ObjectRef], cache: LiveCache,
@@ -111,14 +111,6 @@ class KindWatcher:
         self._raw: WatchStream | None = None
         self._thread: threading.Thread | None = None
 
-    @property
-    def first(self) -> threading.Event:
-        """As ``ObjectWatcher.first``: set once the first list and watch were answered."""
-        return self.retry.first
-
-    @property
-    def first_error(self) -> ApiError | None:
-        return self.retry.first_error
 
     @property
     def refs(self) -> list[ObjectRef]:

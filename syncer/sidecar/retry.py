@@ -31,7 +31,7 @@ from syncer.sidecar.livecache import LiveCache
 
 log = logging.getLogger("syncer.watch")
 
-__all__ = ["Retry", "WatchSettings", "as_cluster_error"]
+__all__ = ["Flag", "Retry", "Retrying", "WatchSettings", "as_cluster_error"]
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,37 @@ def as_cluster_error(exc: BaseException, label: str) -> ClusterError:
     return ClusterUnreachable(f"watch {label}: connection lost ({type(exc).__name__})", transient=True)
 
 
+class Flag:
+    """A flag set once, like ``threading.Event``, but many flags share one condition: the
+    multiplexer's thousands of watches (a ``threading.Event`` weighs about 1.2 KiB)."""
+
+    __slots__ = ("_cond", "_set")
+
+    def __init__(self, cond: threading.Condition) -> None:
+        self._cond, self._set = cond, False
+
+    def set(self) -> None:
+        if self._set:
+            return
+        with self._cond:
+            self._set = True
+            self._cond.notify_all()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._set, timeout)
+
+
 class Retry:
     """Failures in a row of one watch, and what each one means for its objects."""
 
     def __init__(self, cache: LiveCache, settings: "WatchSettings", label: str,
                  refs: Callable[[], Iterable[ObjectRef]], *, on_restart: Callable[[], None],
                  on_error: Callable[[], None], rand: Callable[[], float] = random.random,
-                 quiet_refusals: bool = True) -> None:
+                 quiet_refusals: bool = True, first: Flag | None = None) -> None:
         """``quiet_refusals``: a 401/403 is logged at DEBUG (the pass that cannot compare the
         object says so once, naming the grant) instead of as a warning."""
         self.cache, self.settings, self.label, self.refs = cache, settings, label, refs
@@ -76,7 +100,7 @@ class Retry:
         self.failures = 0
         #: Set once the first list and watch were answered, well or not; ``first_error`` holds
         #: a refusal (401/403) of either, which makes startup fail.
-        self.first = threading.Event()
+        self.first: threading.Event | Flag = first if first is not None else threading.Event()
         self.first_error: ApiError | None = None
 
     def answered(self) -> None:
@@ -117,3 +141,20 @@ class Retry:
             event(log, logging.DEBUG, "cannot read; retrying with backoff", ref=self.label, error=error.message)
             return
         event(log, logging.WARNING, "watch failed; reconnecting", ref=self.label, error=error.message)
+
+
+class Retrying:
+    """A watch that follows a ``Retry``: its first answer, as ``WatchSet.wait_first`` reads it."""
+
+    __slots__ = ()
+    retry: Retry
+
+    @property
+    def first(self) -> threading.Event | Flag:
+        """Set once the first list and watch were answered, well or not."""
+        return self.retry.first
+
+    @property
+    def first_error(self) -> ApiError | None:
+        """A refusal (401/403) of the first list or watch: startup fails."""
+        return self.retry.first_error

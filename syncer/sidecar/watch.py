@@ -38,7 +38,7 @@ from syncer.kube import ApiError, Gone, Kube, WatchStream, api_error
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
-from syncer.sidecar.retry import Retry, WatchSettings, as_cluster_error
+from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
 
 log = logging.getLogger("syncer.watch")
 
@@ -174,7 +174,7 @@ def last_manager(obj: JSON) -> str | None:
     return str(newest.get("manager")) if newest and newest.get("manager") else None
 
 
-class ObjectWatcher:
+class ObjectWatcher(Retrying):
     """Keeps one object current in the cache, forever (until ``stop``), in a thread of its own."""
 
     def __init__(self, api: Kube, target: Target, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
@@ -189,15 +189,6 @@ class ObjectWatcher:
         self._raw: WatchStream | None = None
         self._thread: threading.Thread | None = None
 
-    @property
-    def first(self) -> threading.Event:
-        """Set once the first list and watch were answered, well or not."""
-        return self.retry.first
-
-    @property
-    def first_error(self) -> ApiError | None:
-        """A refusal (401/403) of the first list or watch: startup fails."""
-        return self.retry.first_error
 
     def start(self) -> "ObjectWatcher":
         self._thread = threading.Thread(target=self.run, name=f"watch {self.ref}", daemon=True)

@@ -142,11 +142,11 @@ class FakeKubeH2:
         conn.local_settings = h2.settings.Settings(client=False, initial_values={
             h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: self.max_streams})
         conn.initiate_connection()
-        sock.sendall(conn.data_to_send())
-        sock.settimeout(0.02)
         watches: dict[int, _Watch] = {}
         bookmarks, seen = self._bookmarks, -1
         try:
+            sock.sendall(conn.data_to_send())
+            sock.settimeout(0.02)
             while not self._stopping:
                 try:
                     data = sock.recv(65536)
