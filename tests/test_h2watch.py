@@ -124,6 +124,21 @@ def test_a_watch_ended_by_the_server_resumes_from_the_bookmark_without_relisting
     assert f"resourceVersion={latest}&" in mine[2]
 
 
+@pytest.mark.parametrize("goaway", [False, True], ids=["connection lost", "GOAWAY"])
+def test_connections_ended_by_the_server_resume_every_watch_from_its_version(fake: FakeKubeH2, goaway: bool) -> None:
+    ws, cache = watching(fake, 120)  # 2 connections
+    try:
+        wait_for(lambda: sum("watch=1" in p for p in fake.requests) == 120, 10, "the watches")
+        fake.drop_connections(goaway)
+        fake.put(ref(119).name, {"LOG_LEVEL": "warn"})
+        wait_for(lambda: level(cache, ref(119)) == "warn", 10, "the change made while reconnecting")
+        wait_for(lambda: sum("watch=1" in p for p in fake.requests) == 240, 10, "the new watches")
+        assert fake.connections == 4 and ws.mux is not None and ws.mux.opened == 4
+    finally:
+        ws.stop()
+    assert sum("watch=1" not in p for p in fake.requests) == 120  # no object listed again
+
+
 def test_a_refused_token_fails_startup(fake: FakeKubeH2) -> None:
     fake.put(ref(0).name, {"LOG_LEVEL": "info"})
     cache = LiveCache()

@@ -48,6 +48,10 @@ WRITE_TIMEOUT = 10.0
 CONNECTION_WINDOW = 16 * 1024 * 1024
 
 
+#: The TLS context per kubeconfig connection (``Endpoint.tls``).
+_CONTEXTS: dict[int, tuple[Connection, ssl.SSLContext]] = {}
+
+
 class NotH2(Exception):
     """The server did not choose HTTP/2 by ALPN."""
 
@@ -80,6 +84,16 @@ class Endpoint:
         return cls(parts.hostname, port, parts.path.rstrip("/"), parts.netloc.rsplit("@", 1)[-1], name, api.conn,
                    t.connect, t.read, t.total)
 
+    def tls(self) -> ssl.SSLContext:
+        """The TLS context of every connection to this endpoint, built once (loading the system's
+        and the kubeconfig's CAs costs about 0.1 s of CPU)."""
+        ctx = _CONTEXTS.get(id(self.conn))
+        if ctx is None or ctx[0] is not self.conn:
+            context = ssl_context(self.conn)
+            context.set_alpn_protocols(["h2", "http/1.1"])
+            ctx = _CONTEXTS[id(self.conn)] = (self.conn, context)
+        return ctx[1]
+
     def headers(self, path: str) -> list[tuple[bytes, bytes]]:
         headers = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", self.authority.encode()),
                    (b":path", (self.prefix + path).encode()), (b"accept", b"application/json"),
@@ -109,9 +123,7 @@ class H2Conn:
         raw = socket.create_connection((ep.host, ep.port), timeout=ep.connect_timeout)
         try:
             _keepalive(raw)
-            ctx = ssl_context(ep.conn)
-            ctx.set_alpn_protocols(["h2", "http/1.1"])
-            self.sock: ssl.SSLSocket = ctx.wrap_socket(raw, server_hostname=ep.server_hostname or ep.host)
+            self.sock: ssl.SSLSocket = ep.tls().wrap_socket(raw, server_hostname=ep.server_hostname or ep.host)
         except BaseException:
             raw.close()
             raise

@@ -259,7 +259,7 @@ class Multiplexer:
                 self._failed(w, exc)
 
     def _connection(self) -> H2Conn:
-        for conn in self.conns:
+        for conn in reversed(self.conns):  # the newest first: the older ones are mostly full
             if conn.room > 0:
                 return conn
         now = time.monotonic()
@@ -310,10 +310,9 @@ class Multiplexer:
             self._failed(req.w, error)
 
     def _on_event(self, conn: H2Conn, ev: h2.events.Event) -> None:
-        if isinstance(ev, h2.events.ConnectionTerminated):  # GOAWAY: no new streams here
-            conn.alive = False
-            if not conn.streams:
-                self._lost(conn, ConnectionError("the server ended the connection (GOAWAY)"))
+        if isinstance(ev, h2.events.ConnectionTerminated):  # GOAWAY (the server stops, say): h2 reads
+            # nothing more on this connection, so its streams resume elsewhere from their versions
+            self._lost(conn, ConnectionError(f"the server ended the connection (GOAWAY, code {ev.error_code})"))
             return
         sid = getattr(ev, "stream_id", None)
         req = self._requests.get((id(conn), sid)) if isinstance(sid, int) else None
@@ -336,8 +335,6 @@ class Multiplexer:
             if req.w.request is req:
                 self._end(req, cancel=True)
             self._failed(req.w, exc)
-        if not conn.alive and not conn.streams:
-            self._lost(conn, ConnectionError("the server ended the connection (GOAWAY)"))
 
     def _response(self, req: _Request, headers: dict[Any, Any]) -> None:
         req.status = int(headers.get(b":status") or 0)

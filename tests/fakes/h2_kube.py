@@ -79,6 +79,7 @@ class FakeKubeH2:
         self.history: dict[str, list[tuple[int, str, dict[str, Any]]]] = {}  # name -> (rv, type, object)
         self.min_rv = 0  # watches from before this answer 410
         self._bookmarks = 0
+        self._drops: list[bool] = []
         self.connections = 0
         self.peak_streams = 0
         self.refused = 0
@@ -106,6 +107,11 @@ class FakeKubeH2:
         with self._lock:
             self.rv += 1
             self.min_rv = self.rv
+
+    def drop_connections(self, goaway: bool = False) -> None:
+        """End every connection: with a GOAWAY first, or just closed (a lost connection)."""
+        with self._lock:
+            self._drops.append(goaway)
 
     def bookmark(self) -> None:
         with self._lock:
@@ -144,6 +150,7 @@ class FakeKubeH2:
         conn.initiate_connection()
         watches: dict[int, _Watch] = {}
         bookmarks, seen = self._bookmarks, -1
+        drops = len(self._drops)
         try:
             sock.sendall(conn.data_to_send())
             sock.settimeout(0.02)
@@ -169,8 +176,14 @@ class FakeKubeH2:
                 except (socket.timeout, ssl.SSLWantReadError):
                     pass
                 with self._lock:
+                    dropped = self._drops[drops:]
                     bookmark, bookmarks = self._bookmarks != bookmarks, self._bookmarks
                     moved, seen = self.rv != seen, self.rv
+                if dropped:
+                    if dropped[0]:
+                        conn.close_connection()
+                        sock.sendall(conn.data_to_send())
+                    return
                 now = time.monotonic()
                 for w in list(watches.values()):
                     if moved or bookmark or now >= w.ends_at:
