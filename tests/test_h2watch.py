@@ -15,7 +15,7 @@ from syncer.kube import Connection, KubeClient
 from syncer.model import ObjectRef
 from syncer.sidecar.h2watch import Multiplexer
 from syncer.sidecar.livecache import LiveCache
-from syncer.sidecar.watch import WatchSettings
+from syncer.sidecar.watch import Target, WatchSettings
 from syncer.sidecar.watchset import WatchSet
 from tests.fakes.h2_kube import FakeKubeH2
 from tests.test_sidecar import wait_for
@@ -40,7 +40,10 @@ def ref(i: int) -> ObjectRef:
 
 
 def level(cache: LiveCache, r: ObjectRef) -> str | None:
-    obj = cache.get(r)
+    try:
+        obj = cache.get(r)
+    except ClusterError:  # not listed yet
+        return None
     return obj["data"]["LOG_LEVEL"] if obj else None
 
 
@@ -137,6 +140,29 @@ def test_connections_ended_by_the_server_resume_every_watch_from_its_version(fak
     finally:
         ws.stop()
     assert sum("watch=1" not in p for p in fake.requests) == 120  # no object listed again
+
+
+def test_failures_back_off_with_the_injected_jitter_and_mark_the_api_unreachable(fake: FakeKubeH2) -> None:
+    fake.put(ref(0).name, {"LOG_LEVEL": "info"})
+    fake.failing_lists = 3
+    draws: list[int] = []
+    cache = LiveCache()
+    restarts: list[int] = []
+    mux, _ = Multiplexer.open(client(fake), cache, WatchSettings(backoff_base=0.05, backoff_cap=0.2),
+                              on_restart=lambda: restarts.append(1), on_error=lambda: None,
+                              rand=lambda: draws.append(1) or 1.0)
+    assert mux is not None
+    cache.expect(ref(0))
+    try:
+        w = mux.watch(Target(ref(0), f"/api/v1/namespaces/{NS}/configmaps"))
+        wait_for(lambda: cache.api_error is not None, 10, "the first 500")
+        assert "(500)" in cache.api_error and "etcdserver: request timed out" in cache.api_error
+        wait_for(lambda: level(cache, ref(0)) == "info", 10, "the list after three 500s")
+        assert len(draws) == 3 and len(restarts) == 3  # one jittered backoff per failure
+        assert w.first.wait(10) and w.first_error is None
+        assert cache.api_error is None
+    finally:
+        mux.stop()
 
 
 def test_a_refused_token_fails_startup(fake: FakeKubeH2) -> None:

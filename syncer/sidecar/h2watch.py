@@ -137,7 +137,8 @@ class Multiplexer:
 
     @classmethod
     def open(cls, api: Kube, cache: LiveCache, settings: WatchSettings, *, on_restart: Callable[[], None],
-             on_error: Callable[[], None], max_streams: int = MAX_STREAMS) -> "tuple[Multiplexer | None, str]":
+             on_error: Callable[[], None], max_streams: int = MAX_STREAMS,
+             rand: Callable[[], float] = random.random) -> "tuple[Multiplexer | None, str]":
         """A multiplexer for ``api``, or ``None`` and why not (``""``: not asked to try again)."""
         ep = Endpoint.of(api)
         if ep is None:
@@ -149,7 +150,7 @@ class Multiplexer:
         except (OSError, ssl.SSLError, ValueError) as exc:
             raise ClusterUnreachable(f"cannot reach the API server at {ep.host}:{ep.port}: {exc}",
                                      transient=True) from None
-        return cls(ep, conn, cache, settings, on_restart=on_restart, on_error=on_error,
+        return cls(ep, conn, cache, settings, on_restart=on_restart, on_error=on_error, rand=rand,
                    max_streams=max_streams), ""
 
     @property

@@ -80,6 +80,7 @@ class FakeKubeH2:
         self.min_rv = 0  # watches from before this answer 410
         self._bookmarks = 0
         self._drops: list[bool] = []
+        self.failing_lists = 0  # the next this many lists answer 500
         self.connections = 0
         self.peak_streams = 0
         self.refused = 0
@@ -218,6 +219,10 @@ class FakeKubeH2:
                                                  "message": "names only"})
         name = q["fieldSelector"].split("=", 1)[1]
         with self._lock:
+            if q.get("watch") != "1" and self.failing_lists > 0:
+                self.failing_lists -= 1
+                return self._answer(conn, sid, 500, {"kind": "Status", "code": 500, "reason": "InternalError",
+                                                     "message": "etcdserver: request timed out"})
             if q.get("watch") != "1":
                 items = [self.objects[name]] if name in self.objects else []
                 return self._answer(conn, sid, 200, {"kind": "ConfigMapList", "apiVersion": "v1",
