@@ -4,6 +4,7 @@ TLS + h2 server that advertises SETTINGS_MAX_CONCURRENT_STREAMS=100 (tests/fakes
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from syncer.errors import ClusterError
-from syncer.kube import Connection, KubeClient
+from syncer.kube import Connection, KubeClient, Timeouts
 from syncer.model import ObjectRef
 from syncer.sidecar.h2watch import Multiplexer
 from syncer.sidecar.livecache import LiveCache
@@ -185,6 +186,32 @@ def test_the_certificate_is_verified_with_the_kubeconfig_s_ca(fake: FakeKubeH2) 
                              on_error=lambda: None)
     finally:
         other.stop()
+
+
+def test_a_server_trickling_its_handshake_cannot_hold_the_connect(fake: FakeKubeH2) -> None:
+    """connect + TLS + SETTINGS are bounded as a whole (Timeouts.connect), not per read."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(b"\x16\x03\x03\x40\x00")  # a TLS record of 16 KiB that never comes
+            while not stop.wait(0.05):
+                try:
+                    conn.sendall(b"\x00")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    api = Client(Connection(server=f"https://127.0.0.1:{listener.getsockname()[1]}", token="t", ca_data=fake.cert_pem),
+                 timeouts=Timeouts(connect=0.5))
+    try:
+        with pytest.raises(ClusterError, match="handshake within 0.5s"):
+            Multiplexer.open(api, LiveCache(), FAST, on_restart=lambda: None, on_error=lambda: None)
+    finally:
+        stop.set()
+        listener.close()
 
 
 def test_no_h2_by_alpn_keeps_a_thread_per_object() -> None:

@@ -23,8 +23,10 @@ allows 100 streams per connection by default (``--http2-max-streams-per-connecti
 
 from __future__ import annotations
 
+import select
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -120,14 +122,20 @@ class H2Conn:
         self.ep = ep
         #: ``alive``: takes new streams (not after GOAWAY); ``closed``: the socket is closed.
         self.alive, self.closed = True, False
+        # connect, TLS handshake and the server's SETTINGS: all within ``connect`` seconds in
+        # all, however slowly a server trickles its bytes
+        self._deadline = time.monotonic() + ep.connect_timeout
         raw = socket.create_connection((ep.host, ep.port), timeout=ep.connect_timeout)
         try:
             _keepalive(raw)
-            self.sock: ssl.SSLSocket = ep.tls().wrap_socket(raw, server_hostname=ep.server_hostname or ep.host)
+            self.sock: ssl.SSLSocket = ep.tls().wrap_socket(raw, server_hostname=ep.server_hostname or ep.host,
+                                                            do_handshake_on_connect=False)
         except BaseException:
             raw.close()
             raise
         try:
+            self.sock.setblocking(False)
+            self._handshake()
             if self.sock.selected_alpn_protocol() != "h2":
                 raise NotH2(f"the API server at {ep.host}:{ep.port} did not choose HTTP/2 (ALPN: "
                             f"{self.sock.selected_alpn_protocol() or 'none'})")
@@ -143,17 +151,36 @@ class H2Conn:
             self.h2.increment_flow_control_window(CONNECTION_WINDOW)
             self.flush()
             self._server_settings()
-            self.sock.setblocking(False)
         except BaseException:
             self.sock.close()
             raise
         self.max_streams = max_streams
         self.streams: set[int] = set()
 
-    def _server_settings(self) -> None:
-        """Read (blocking, within the connect timeout) until the server's first SETTINGS."""
+    def _wait(self, write: bool) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0 or not (select.select([], [self.sock], [], left) if write else
+                             select.select([self.sock], [], [], left))[1 if write else 0]:
+            raise TimeoutError(f"no TLS and HTTP/2 handshake within {self.ep.connect_timeout:g}s")
+
+    def _handshake(self) -> None:
         while True:
-            data = self.sock.recv(65536)
+            try:
+                self.sock.do_handshake()
+                return
+            except ssl.SSLWantReadError:
+                self._wait(False)
+            except ssl.SSLWantWriteError:
+                self._wait(True)
+
+    def _server_settings(self) -> None:
+        """Read until the server's first SETTINGS (within the connect deadline)."""
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                self._wait(False)
+                continue
             if not data:
                 raise ConnectionError("the API server closed the connection before its SETTINGS")
             events = self.h2.receive_data(data)
