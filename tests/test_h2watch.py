@@ -166,6 +166,30 @@ def test_failures_back_off_with_the_injected_jitter_and_mark_the_api_unreachable
         mux.stop()
 
 
+def test_an_unexpected_error_on_one_stream_costs_only_that_object_a_retry(fake: FakeKubeH2) -> None:
+    class Flaky(LiveCache):
+        failed = False
+
+        def put(self, r: ObjectRef, obj: dict[str, Any] | None) -> bool:
+            if r == ref(1) and not self.failed:
+                self.failed = True
+                raise RuntimeError("a bug")
+            return super().put(r, obj)
+
+    for i in range(3):
+        fake.put(ref(i).name, {"LOG_LEVEL": "info"})
+    cache = Flaky()
+    ws = WatchSet(client(fake), cache, FAST, list_from=10**6)
+    ws.reconcile(ref(i) for i in range(3))
+    try:
+        wait_for(lambda: all(level(cache, ref(i)) == "info" for i in range(3)), 10, "every object, the flaky one too")
+        assert cache.failed
+        fake.put(ref(1).name, {"LOG_LEVEL": "debug"})
+        wait_for(lambda: level(cache, ref(1)) == "debug", 10, "its watch")
+    finally:
+        ws.stop()
+
+
 def test_a_refused_token_fails_startup(fake: FakeKubeH2) -> None:
     fake.put(ref(0).name, {"LOG_LEVEL": "info"})
     cache = LiveCache()

@@ -47,6 +47,7 @@ import h2.events
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
 from syncer.kube import MAX_BODY, ApiError, ClusterUnreachable, Gone, Kube, api_error
+from syncer.logs import event
 from syncer.sidecar.h2conn import Endpoint, H2Conn, NotH2
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Flag, Retry, Retrying, WatchSettings, as_cluster_error
@@ -191,24 +192,34 @@ class Multiplexer:
         last_tick = time.monotonic()
         try:
             while not self._stopping:
-                now = time.monotonic()
-                self._start_due(now)
-                wait = TICK if not self._due else min(TICK, max(0.0, self._due[0][0] - now))
-                for key, _ in self._sel.select(wait):
-                    if key.data is None:
-                        self._woken()
-                    else:
-                        self._readable(key.data)
-                if time.monotonic() - last_tick >= TICK:
-                    last_tick = time.monotonic()
-                    self._check_deadlines(last_tick)
-                self._flush()
+                try:
+                    last_tick = self._turn(last_tick)
+                except Exception as exc:  # noqa: BLE001 - a bug must not end every object's watch
+                    event(log, logging.ERROR, "watch multiplexer: unexpected error; going on", ref=self.ep.host,
+                          error=f"{type(exc).__name__}: {exc}", exc=exc)
+                    time.sleep(TICK)
         finally:
             for conn in list(self.conns):
                 conn.close()
             self._sel.close()
             self._wake_r.close()
             self._wake_w.close()
+
+    def _turn(self, last_tick: float) -> float:
+        """One turn of the loop: start what is due, read what arrived, end what is late."""
+        now = time.monotonic()
+        self._start_due(now)
+        wait = TICK if not self._due else min(TICK, max(0.0, self._due[0][0] - now))
+        for key, _ in self._sel.select(wait):
+            if key.data is None:
+                self._woken()
+            else:
+                self._readable(key.data)
+        if time.monotonic() - last_tick >= TICK:
+            last_tick = time.monotonic()
+            self._check_deadlines(last_tick)
+        self._flush()
+        return last_tick
 
     def _flush(self) -> None:
         for conn in list(self.conns):
@@ -332,10 +343,11 @@ class Multiplexer:
                 self._end(req)
                 raise ClusterUnreachable(f"{req.what}: the server reset the stream (code {ev.error_code})",
                                          transient=True)
-        except (ClusterError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - this object's stream fails, never the others'
             if req.w.request is req:
                 self._end(req, cancel=True)
-            self._failed(req.w, exc)
+            self._failed(req.w, exc if isinstance(exc, (ClusterError, ValueError)) else ClusterError(
+                f"{req.what}: {type(exc).__name__}: {exc}; retrying", transient=True))
 
     def _response(self, req: _Request, headers: dict[Any, Any]) -> None:
         req.status = int(headers.get(b":status") or 0)
