@@ -653,7 +653,8 @@ def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyP
 
 
 def test_run_flags_left_unset_take_the_sidecar_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from syncer.cli import _seconds, _sidecar_defaults, build_parser
+    from syncer.cli import build_parser
+    from syncer.commands.run import seconds as _seconds, sidecar_defaults as _sidecar_defaults
     from syncer.sidecar.server import parse_listen
 
     for name in ("LISTEN", "RESYNC", "RESYNC_INTERVAL", "DEBOUNCE", "LEASE_DURATION", "STATE_CONFIGMAP",
