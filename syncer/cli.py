@@ -160,7 +160,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-configmap", metavar="NAME",
                    help="ConfigMap (installation's namespace) holding the last agreed state; empty: none")
     p.add_argument("--config", metavar="FILE",
-                   help="syncer.yaml to use instead of the repository's (e.g. a mounted ConfigMap); reloaded on change")
+                   help="syncer.conf to use instead of the repository's (e.g. a mounted ConfigMap); reloaded on change")
     p.add_argument("--log-format", choices=list(logs.FORMATS), default=logs.FORMATS[0], help="log line format")
     p.add_argument("--shutdown-grace", metavar="DURATION",
                    help="on SIGTERM, how long a running pass may still finish before it is abandoned")

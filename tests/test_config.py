@@ -1,4 +1,4 @@
-"""syncer.yaml is parsed strictly: every mistake is one line naming file and field."""
+"""syncer.conf is parsed strictly: every mistake is one line naming file and field."""
 
 from __future__ import annotations
 

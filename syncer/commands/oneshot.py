@@ -17,7 +17,7 @@ from syncer.gitrepo import origin_url
 from syncer.live import snapshot_note
 from syncer.manifests import default_installation, host_dir
 from syncer.report import render_json, render_text
-from syncer.sync import Mode, Outcome, dry_run, write_back
+from syncer.sync import Mode, Outcome, deliver, dry_run
 
 
 def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: TextIO) -> None:
@@ -79,7 +79,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
         source = clients.live_source(args, _namespace(repo, installation, args.namespace))
     if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
-        out = write_back(mode, repo, installation, source, now, reproduce(args, installation),
+        out = deliver(mode, repo, installation, source, now, reproduce(args, installation),
                          config=_config(args, repo, installation))
         out.result = snapshot_note(source, out.result)
         _print_outcome(out, args, stdout)
@@ -95,7 +95,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             installation = args.installation or default_installation(ws.path)
             source = clients.live_source(args, _namespace(ws.path, installation, args.namespace))
         config = _config(args, ws.path, installation)
-        out = write_back(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config)
+        out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config)
     _print_outcome(out, args, stdout)
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):

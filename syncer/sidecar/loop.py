@@ -10,7 +10,7 @@ A pass is due when
 * something asked for one (start, config reload, retry after a transient failure).
 
 A pass, on the leader: fetch git and reset the clone to the base branch, detect from the
-cache (no API request), write back (``sync.write_back``: PR or commit), then record the objects git
+cache (no API request), write back (``sync.deliver``: PR or commit), then record the objects git
 and the cluster agree on in the state store. Followers (``--leader-elect``) fetch and detect
 only, for metrics. Every pass updates the metrics and tracks outages: an Endpoints that is
 ``cleared`` is never written; its start is logged, and its end is logged and sent as a
@@ -109,7 +109,7 @@ class Loop:
                  config: Callable[[], Config | None] = lambda: None,
                  on_refs: Callable[[set[ObjectRef]], None] = lambda _: None,
                  clock: Callable[[], float] = time.time) -> None:
-        """``config`` gives the ``--config`` override (None: the repository's syncer.yaml);
+        """``config`` gives the ``--config`` override (None: the repository's syncer.conf);
         ``on_refs`` receives the objects to watch after each pass."""
         self.settings, self.ws, self.cache = settings, ws, cache
         self.metrics, self.health = metrics, health

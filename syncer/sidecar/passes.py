@@ -1,7 +1,7 @@
 """One sidecar pass and its failure policy.
 
 A pass reads the state record (direction depends on it: no pass without it), then writes
-back through ``sync.write_back``: the leader in the configured mode, a follower
+back through ``sync.deliver``: the leader in the configured mode, a follower
 (``--leader-elect``) as a dry run in the clone, for metrics only.
 
 A failure is blamed on a stage (``state``, ``git``, ``forge``, ``detect``), counted, shown
@@ -27,7 +27,7 @@ from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.schedule import Schedule
 from syncer.sidecar.server import Health
-from syncer.sync import Mode, Outcome, write_back
+from syncer.sync import Mode, Outcome, deliver
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -70,7 +70,7 @@ class PassRunner:
         report = PassReport(reason, leader)
         self.health.pass_started()
         try:
-            report.outcome = self._write_back(leader, datetime.fromtimestamp(now, timezone.utc), report)
+            report.outcome = self._deliver(leader, datetime.fromtimestamp(now, timezone.utc), report)
         except SyncerError as exc:
             self._failed(report, exc, now, schedule)
         except Exception as exc:  # noqa: BLE001 - a bug must cost one pass, not the sidecar
@@ -79,7 +79,7 @@ class PassRunner:
             self.health.pass_ended()
         return report
 
-    def _write_back(self, leader: bool, now: datetime, report: PassReport) -> Outcome:
+    def _deliver(self, leader: bool, now: datetime, report: PassReport) -> Outcome:
         s = self.settings
         config = self.config()
         if self.store is not None:
@@ -90,7 +90,7 @@ class PassRunner:
         report.stage = "git"
         mode = s.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
-            out = write_back(mode, self.ws, s.installation, self.cache, now, s.reproduce, self.forge, self.store,
+            out = deliver(mode, self.ws, s.installation, self.cache, now, s.reproduce, self.forge, self.store,
                              config=config, observed_since=self.cache.observed_since())
         except GitError:
             raise

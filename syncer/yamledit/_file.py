@@ -24,7 +24,7 @@ from syncer.yamledit import _scalar as ys
 from syncer.yamledit import _text as tx
 from syncer.yamledit import _tree as yn
 from syncer.yamledit._tree import Step
-from syncer.yamledit._verify import Op, Refused, Splice, verified
+from syncer.yamledit._verify import EditRefused, Op, Splice, verified
 
 __all__ = ["YamlEditError", "YamlFile"]
 
@@ -431,5 +431,5 @@ class YamlFile:
         """Keep the edit once it is verified (see :mod:`._verify`), or refuse it."""
         try:
             self._docs[doc] = verified(self._parsed(doc), path, steps, splices, op, doc + 1 < len(self._docs))
-        except Refused as exc:
+        except EditRefused as exc:
             raise self._error(doc, path, str(exc)) from None
