@@ -116,8 +116,8 @@ class Loop:
         self.store, self.notifier = store, notifier
         self.is_leader, self.config, self.on_refs, self.clock = is_leader, config, on_refs, clock
         self.schedule = Schedule(settings.timing, clock())
-        self.runner = PassRunner(settings, ws, cache, metrics=metrics, health=health, forge=forge, store=store,
-                                 config=config)
+        self.runner = PassRunner(settings.installation, settings.mode, settings.reproduce, ws, cache,
+                                 metrics=metrics, health=health, forge=forge, store=store, config=config)
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
@@ -195,7 +195,6 @@ class Loop:
         self.metrics.observe(result, now, since)
         self._log_outcome(report, out)
         ended, alerts = self.tracker.observe(result, now, since)
-        report.outages_ended += ended
         for _ in ended:
             self.metrics.outages.labels(self.settings.installation).inc()
         if report.leader:  # followers only log

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from syncer.alerts import Outage
 from syncer.config import Config
 from syncer.errors import ForgeError, GitError, SyncerError
 from syncer.gitrepo import Workspace
@@ -31,7 +30,6 @@ from syncer.sync import Mode, Outcome, deliver
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
-    from syncer.sidecar.loop import LoopSettings
     from syncer.sidecar.state import ConfigMapStore
 
 log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
@@ -44,7 +42,6 @@ class PassReport:
     outcome: Outcome | None = None
     error: SyncerError | None = None
     stage: str = ""
-    outages_ended: list[Outage] = field(default_factory=list)
 
 
 def stage_of(exc: BaseException) -> str:
@@ -57,10 +54,14 @@ def stage_of(exc: BaseException) -> str:
 
 
 class PassRunner:
-    def __init__(self, settings: "LoopSettings", ws: Workspace, cache: LiveCache, *, metrics: Metrics,
-                 health: Health, forge: "Forge | None" = None, store: "ConfigMapStore | None" = None,
-                 config: Callable[[], Config | None] = lambda: None) -> None:
-        self.settings, self.ws, self.cache = settings, ws, cache
+    """Runs the passes of ``installation``: ``mode`` when leading (else a dry run), ``reproduce``
+    quoted in the PR."""
+
+    def __init__(self, installation: str, mode: Mode, reproduce: str, ws: Workspace, cache: LiveCache, *,
+                 metrics: Metrics, health: Health, forge: "Forge | None" = None,
+                 store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None) -> None:
+        self.installation, self.mode, self.reproduce = installation, mode, reproduce
+        self.ws, self.cache = ws, cache
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
 
@@ -80,7 +81,6 @@ class PassRunner:
         return report
 
     def _deliver(self, leader: bool, now: datetime, report: PassReport) -> Outcome:
-        s = self.settings
         config = self.config()
         if self.store is not None:
             report.stage = "state"
@@ -88,10 +88,10 @@ class PassRunner:
             if getattr(self.store, "rejected", None):
                 self.metrics.error("state")
         report.stage = "git"
-        mode = s.mode if leader else Mode.DRY_RUN  # a follower only looks
+        mode = self.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
-            out = deliver(mode, self.ws, s.installation, self.cache, now, s.reproduce, self.forge, self.store,
-                             config=config, observed_since=self.cache.observed_since())
+            out = deliver(mode, self.ws, self.installation, self.cache, now, self.reproduce, self.forge, self.store,
+                          config=config, observed_since=self.cache.observed_since())
         except GitError:
             raise
         except SyncerError:
@@ -104,7 +104,7 @@ class PassRunner:
         stage = report.stage if report.stage == "state" else stage_of(exc)
         report.error, report.stage = exc, stage
         self.metrics.error(stage)
-        self.metrics.passes.labels(self.settings.installation, "error").inc()
+        self.metrics.passes.labels(self.installation, "error").inc()
         if isinstance(exc, GitError):
             self.health.git_failed(exc.message)
         delay = schedule.failed(now, exc.transient)

@@ -21,7 +21,8 @@ from ruamel.yaml.error import YAMLError
 from syncer.model import Path
 from syncer.yamledit import _text as tx
 from syncer.yamledit._scalar import same
-from syncer.yamledit._tree import Doc, Node, Step, load, mapping_key, shift, value_at
+from syncer.yamledit._node import Node
+from syncer.yamledit._tree import Doc, Step, load, mapping_key, shift, value_at
 
 
 class Splice(NamedTuple):
