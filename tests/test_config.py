@@ -12,7 +12,7 @@ from syncer.config import parse_config, parse_duration
 from syncer.errors import ConfigError
 from syncer.model import Track
 
-SRC = "hosts/asgard/syncer.yaml"
+SRC = "hosts/asgard/syncer.conf"
 
 
 def _err(text: str) -> str:
