@@ -34,7 +34,7 @@ __all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "k
 class _EnvDefaults(argparse.ArgumentParser):
     """An ArgumentParser whose options default to their ``SYNCER_*`` environment twin."""
 
-    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+    def add_argument(self, *args: str, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
         longs = [a for a in args if a.startswith("--") and a not in ("--help", "--version")]
         if not longs:

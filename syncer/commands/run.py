@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TextIO
 
 from syncer import clients, logs
-from syncer.commands import EXIT_OK, reproduce
+from syncer.commands import EXIT_OK, checkout, reproduce
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
-from syncer.gitrepo import Workspace, origin_url, repo_root
+from syncer.gitrepo import Workspace, origin_url
 from syncer.manifests import default_installation
 from syncer.sync import Mode
 
@@ -69,7 +69,7 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     remote = args.remote
     if not remote:
         try:
-            remote = origin_url(Path(args.repo).resolve() if args.repo else repo_root(Path.cwd()))
+            remote = origin_url(checkout(args))
         except SyncerError:
             remote = None
     if not remote:
