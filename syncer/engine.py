@@ -24,6 +24,7 @@ from syncer.kube import ClusterUnreachable, Refused
 from syncer.manifests import GitObject, Manifests
 from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
+from syncer.served import NotServed, outcome as served_outcome
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import (Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track,
                           format_path)
@@ -649,6 +650,9 @@ def detect(
             unreadable.append(ref)
             written = config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
             (errors if written else warnings).append(FileError(obj.file, unreadable_message(ref, exc, written)))
+        except NotServed as exc:  # an API the cluster does not serve (a CRD not installed): syncer/served.py
+            error, message = served_outcome(exc, config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE))
+            (errors if error else warnings).append(FileError(obj.file, message))
         except ClusterError as exc:
             errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
         except ConfigError as exc:
