@@ -8,6 +8,8 @@ diff, engine, report, config and manifests read these rules; nothing else holds 
                          ``metadata.namespace`` tells the same for any other kind).
 * ``DATA_MAPS``          top-level maps holding data: a key that exists only live is drift.
 * ``ENDPOINTS_FAMILY``   kinds whose addresses a reconciler repoints.
+* ``CONTROLLER_FILLED``  fields a controller fills while another field asks it to (aggregated
+                         ClusterRole ``rules``): never compared.
 * ``list_rule``          how a list compares: by merge key (strategic-merge ``patchMergeKey`` /
                          ``x-kubernetes-list-map-keys`` of the built-in API types), as a set,
                          or whole (atomic, the default for every list the table does not name).
@@ -47,6 +49,12 @@ DATA_MAPS: dict[str, frozenset[str]] = {
 
 #: (classified against candidate lists by ``syncer.endpoints``)
 ENDPOINTS_FAMILY = frozenset({"Endpoints", "EndpointSlice"})
+
+#: kind -> (a field that hands another field to a controller, that field): while an object sets
+#: the first, the control plane owns the second, which is never compared. An aggregated ClusterRole's
+#: ``rules`` are the union the clusterrole-aggregation-controller computes from the roles its
+#: ``aggregationRule`` selects (git says ``rules: []``, "the control plane fills in the rules").
+CONTROLLER_FILLED: dict[str, tuple[str, str]] = {"ClusterRole": ("aggregationRule", "rules")}
 
 #: Maps in every object whose live-only keys are drift (people add labels and annotations live;
 #: the ones the server or kubectl write are dropped by ``normalize`` first).

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from syncer import served
 from syncer.errors import ClusterError, ConfigError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
 from syncer.manifests import object_ref, parse_documents
@@ -152,7 +153,7 @@ class KubeSource:
         return self._get(ref)
 
     def _get(self, ref: ObjectRef) -> dict[str, Any] | None:
-        return self.kube.call("GET", self.kube.object_path(ref), what=f"get {ref}")
+        return self.kube.call("GET", served.object_path(self.kube, ref), what=f"get {ref}")
 
     def prefetch(self, refs: Iterable[ObjectRef]) -> None:
         """Read ``refs`` now, as few requests as RBAC allows; ``get`` then answers from memory."""
@@ -207,7 +208,7 @@ class KubeSource:
         return [names_only(obj) for obj in listed.values()]
 
     def _list(self, ref: ObjectRef) -> dict[str, dict[str, Any]]:
-        path = self.kube.collection_path(ref)
+        path = served.collection_path(self.kube, ref)
         items: dict[str, dict[str, Any]] = {}
         token = ""
         while True:
