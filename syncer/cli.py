@@ -27,7 +27,7 @@ from syncer.grants import installation_values
 from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branch, repo_root
 from syncer.kube import kube_client
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client, snapshot_note
-from syncer.manifests import default_installation
+from syncer.manifests import default_installation, parse_documents
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
 from syncer.sync import DEFAULT_MODE, Mode, Outcome, dry_run, write_back
@@ -471,7 +471,8 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
                 lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
                 config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
                 grace=_seconds(args.shutdown_grace, "--shutdown-grace"))
-            api = kube_client(args.kubeconfig, args.context, pool_size=64)  # each watch holds one connection open
+            api = kube_client(args.kubeconfig, args.context, read_yaml=parse_documents,
+                              pool_size=64)  # each watch holds one connection open
             sidecar = Sidecar(api, ws, settings, forge=forge, notifier=notifier)
             sidecar.server, early = early, None  # the sidecar answers the probes from now on
             try:
@@ -564,7 +565,8 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     # A kustomization: what kustomize renders (namespaces, kinds), not its files.
     ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace,
                                 SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
-                                None if args.namespace else context_namespace(args.kubeconfig, args.context))
+                                None if args.namespace else context_namespace(args.kubeconfig, args.context,
+                                                                               read_yaml=parse_documents))
     if is_rendered(repo, installation) and not args.namespace:
         ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
     namespace = ns_answer[0]

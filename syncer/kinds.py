@@ -8,6 +8,7 @@ diff, engine, report, config and manifests read these rules; nothing else holds 
                          ``metadata.namespace`` tells the same for any other kind).
 * ``DATA_MAPS``          top-level maps holding data: a key that exists only live is drift.
 * ``ENDPOINTS_FAMILY``   kinds whose addresses a reconciler repoints.
+* ``ALTERNATE_VERSIONS`` older versions of a kind an API server may serve instead.
 * ``list_rule``          how a list compares: by merge key (strategic-merge ``patchMergeKey`` /
                          ``x-kubernetes-list-map-keys`` of the built-in API types), as a set,
                          or whole (atomic, the default for every list the table does not name).
@@ -47,6 +48,13 @@ DATA_MAPS: dict[str, frozenset[str]] = {
 
 #: (classified against candidate lists by ``syncer.endpoints``)
 ENDPOINTS_FAMILY = frozenset({"Endpoints", "EndpointSlice"})
+
+#: (apiVersion, kind) -> versions of the same kind that an API server may serve instead (oldest
+#: last). Kubernetes 1.19/1.20 serve EndpointSlices only as v1beta1; the objects differ only in
+#: ``topology``.
+ALTERNATE_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("discovery.k8s.io/v1", "EndpointSlice"): ("discovery.k8s.io/v1beta1",),
+}
 
 #: Maps in every object whose live-only keys are drift (people add labels and annotations live;
 #: the ones the server or kubectl write are dropped by ``normalize`` first).

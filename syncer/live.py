@@ -123,7 +123,7 @@ NEVER_LISTED = frozenset({"Secret"})
 
 
 class KubeSource:
-    """Objects read from the API server through the ``Kube`` seam (syncer/kube.py).
+    """Objects read from the API server through the ``Kube`` seam (syncer/kube/).
 
     ``prefetch`` reads a whole detection's objects at once: one paged LIST per kind and
     namespace when enough objects of it are declared and RBAC allows listing, else
@@ -245,7 +245,7 @@ def names_only(obj: dict[str, Any]) -> dict[str, Any]:
 
 def kube_api_client(kubeconfig: str | None, context: str | None) -> KubeClient:
     """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
-    return kube_client(kubeconfig, context, pool_size=max(16, CONCURRENCY))
+    return kube_client(kubeconfig, context, read_yaml=parse_documents, pool_size=max(16, CONCURRENCY))
 
 
 def snapshot_note(source: LiveSource, result: Result) -> Result:
