@@ -26,6 +26,7 @@ from syncer.forges import KINDS as FORGE_KINDS
 from syncer.grants import installation_values
 from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branch, repo_root
 from syncer.kube import kube_client
+from syncer.kube.lists import named_items
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client, snapshot_note
 from syncer.manifests import default_installation, parse_documents
 from syncer.redact import redact_text
@@ -537,7 +538,7 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
             return [], str(exc)
         if found is not None:
             return [dict(o, kind="EndpointSlice", apiVersion=f"discovery.k8s.io/{version}")
-                    for o in found.get("items") or [] if isinstance(o, dict)], ""
+                    for _, o in named_items(found)], ""
     return [], "the API server serves no discovery.k8s.io EndpointSlices"
 
 

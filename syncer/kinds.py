@@ -9,6 +9,7 @@ diff, engine, report, config and manifests read these rules; nothing else holds 
 * ``DATA_MAPS``          top-level maps holding data: a key that exists only live is drift.
 * ``ENDPOINTS_FAMILY``   kinds whose addresses a reconciler repoints.
 * ``ALTERNATE_VERSIONS`` older versions of a kind an API server may serve instead.
+* ``list_items``         the items of a ``kind: List`` document (``v1/List``, ``ConfigMapList``).
 * ``list_rule``          how a list compares: by merge key (strategic-merge ``patchMergeKey`` /
                          ``x-kubernetes-list-map-keys`` of the built-in API types), as a set,
                          or whole (atomic, the default for every list the table does not name).
@@ -318,3 +319,14 @@ _ALL_BUT_NAME = frozenset({"*"})
 
 def is_union_member(members: frozenset[str], key: str) -> bool:
     return key in members or (members is _ALL_BUT_NAME and key != "name")
+
+
+def list_items(doc: object) -> list[object] | None:
+    """The items of a ``kind: *List`` document (``List``, ``ConfigMapList``, what ``kubectl get -o
+    yaml`` writes for several objects); None for any other document, and for a List whose
+    ``items`` is not a list (that document is then read as one object)."""
+    if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
+        items = doc.get("items")
+        if isinstance(items, list):
+            return items
+    return None

@@ -306,3 +306,19 @@ def test_the_client_stands_below_the_git_side_and_detection() -> None:
                             cwd=ROOT).stdout
     assert "syncer.kube.client" in loaded
     assert "syncer.manifests" not in loaded and "syncer.endpoints" not in loaded
+
+
+def test_list_items_one_rule_for_answers_and_documents() -> None:
+    """A LIST answer's items by name (what a broken server adds is skipped), and a ``kind: List``
+    document's items (any other document is one object)."""
+    from syncer.kinds import list_items
+    from syncer.kube.lists import named_items
+
+    answer = {"kind": "ConfigMapList", "items": [
+        {"metadata": {"name": "a"}, "data": {"k": "v"}}, {"metadata": {"name": 5}}, {"metadata": ["b"]},
+        "c", None, {"metadata": {"name": "d"}}]}
+    assert [(n, o.get("data")) for n, o in named_items(answer)] == [("a", {"k": "v"}), ("d", None)]
+    assert list(named_items({"items": {"a": {}}})) == list(named_items({})) == []
+    cm = {"kind": "ConfigMap", "items": [1]}
+    assert list_items({"apiVersion": "v1", "kind": "List", "items": [cm]}) == [cm]
+    assert list_items(cm) is None and list_items({"kind": "List", "items": "x"}) is None and list_items([]) is None

@@ -4,6 +4,7 @@
 * ``config``     ``Connection``: kubeconfig, credential plugins, in-cluster service account, TLS
 * ``transport``  ``Timeouts``, the deadline watchdog, keep-alive pools, the watch stream
 * ``client``     the ``Kube`` protocol callers see, and ``KubeClient``, the real one
+* ``lists``      ``named_items``: the objects of a LIST answer, by name
 
 Callers import from here (``from syncer.kube import Kube, KubeError``).
 """
