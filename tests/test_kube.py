@@ -62,6 +62,10 @@ class SlowServer:
 
     def close(self) -> None:
         self.closed.set()
+        try:  # wakes the accept() of _serve: closing alone leaves the port listening until it returns,
+            self.sock.shutdown(socket.SHUT_RDWR)  # and a later test's connection landed here (a flake)
+        except OSError:
+            pass
         self.sock.close()
 
 
