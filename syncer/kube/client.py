@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
+from urllib3 import BaseHTTPResponse
 from urllib3.connectionpool import HTTPConnectionPool
 
 from syncer import USER_AGENT
@@ -58,7 +59,7 @@ class Kube(Protocol):
     @property
     def host(self) -> str: ...
 
-    def call(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
+    def call(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: object = None,
              what: str = "", timeouts: Timeouts | None = None) -> JSON | None: ...
 
     def open_watch(self, path: str, query: Sequence[tuple[str, str]], *, what: str, budget: float,
@@ -140,8 +141,8 @@ class KubeClient:
         return ClusterUnreachable(f"cannot reach the API server at {self.host} ({what}): {cause(exc)}",
                                   transient=True)
 
-    def _send(self, method: str, path: str, query: Sequence[tuple[str, str]], body: Any, what: str,
-              timeouts: Timeouts, budget: float, stream: bool) -> tuple[Any, Armed | None]:
+    def _send(self, method: str, path: str, query: Sequence[tuple[str, str]], body: object, what: str,
+              timeouts: Timeouts, budget: float, stream: bool) -> tuple[BaseHTTPResponse, Armed | None]:
         data = None if body is None else json.dumps(body).encode()
         REQUEST.deadline, REQUEST.armed = time.monotonic() + budget, None
         try:
@@ -159,7 +160,7 @@ class KubeClient:
             REQUEST.deadline = None
         return resp, REQUEST.armed
 
-    def _read(self, resp: Any, armed: Armed | None, what: str, budget: float) -> bytes:
+    def _read(self, resp: BaseHTTPResponse, armed: Armed | None, what: str, budget: float) -> bytes:
         try:
             length = int(resp.headers.get("Content-Length") or 0)
             if length > self.max_body:
@@ -180,7 +181,7 @@ class KubeClient:
             if armed is not None:
                 armed.disarm()
 
-    def call(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: Any = None,
+    def call(self, method: str, path: str, *, query: Sequence[tuple[str, str]] = (), body: object = None,
              what: str = "", timeouts: Timeouts | None = None) -> JSON | None:
         """One request: the JSON answer on 2xx, ``None`` on 404, a ``KubeError`` otherwise."""
         what = what or f"{method} {path}"
@@ -199,7 +200,7 @@ class KubeClient:
             raise ClusterUnreachable(f"API server sent non-JSON for {what}", transient=True)
         return doc
 
-    def _parse(self, data: bytes, what: str) -> Any:
+    def _parse(self, data: bytes, what: str) -> object:
         """An answer's JSON (its size is bounded by ``max_body`` already). A custom resource
         nested deeper than the decoder's recursion allows is ``Unparsable`` naming the request
         (so the object, when read by name), never a ``RecursionError`` that ends the run; one
@@ -222,7 +223,7 @@ class KubeClient:
         if resp.status != 200:
             data = self._read(resp, armed, what, budget)
             try:
-                body: Any = self._parse(data, what)
+                body: object = self._parse(data, what)
             except ValueError:
                 body = data
             raise api_error(resp.status, body, what)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import socket
 import ssl
-from typing import Any
 
 import urllib3
 
@@ -70,7 +69,7 @@ class Gone(ApiError):
     """410: the resourceVersion we asked for is no longer in the server's history."""
 
 
-def api_error(status: int, body: Any, what: str) -> ApiError:
+def api_error(status: int, body: object, what: str) -> ApiError:
     """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes."""
     if isinstance(body, dict):
         message, reason = str(body.get("message") or ""), str(body.get("reason") or "")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+from urllib3 import BaseHTTPResponse
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
@@ -160,7 +161,7 @@ def socket_options() -> list[tuple[int, int, int]]:
     return opts
 
 
-def drop(resp: Any) -> None:
+def drop(resp: BaseHTTPResponse) -> None:
     """Close a response's connection and hand the slot back (the pool reconnects it later)."""
     resp.close()
     resp.release_conn()
@@ -169,7 +170,7 @@ def drop(resp: Any) -> None:
 class Stream:
     """A watch response; ``chunks`` yields bytes as they arrive, ``close`` unblocks it."""
 
-    def __init__(self, resp: Any, armed: Armed | None, what: str, host: str) -> None:
+    def __init__(self, resp: BaseHTTPResponse, armed: Armed | None, what: str, host: str) -> None:
         self._resp, self._armed, self._what, self._host = resp, armed, what, host
         self._closed = False
         self._finished = False
