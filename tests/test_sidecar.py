@@ -33,6 +33,7 @@ from syncer.cli import main
 from syncer.forges.base import PullRequest
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
+from syncer.manifests import parse_documents
 from syncer.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings, StartupError
 from syncer.sidecar.loop import LoopSettings
@@ -56,7 +57,7 @@ def kubeconfig(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Pat
 
 
 def api_client(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Any:
-    return kube_client(str(kubeconfig(fake, tmp_path, url)), None, pool_size=64)  # as `syncer run`: one per watch
+    return kube_client(str(kubeconfig(fake, tmp_path, url)), None, read_yaml=parse_documents, pool_size=64)  # as `syncer run`: one per watch
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
