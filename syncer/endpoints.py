@@ -2,7 +2,7 @@
 
 A reconciler (asgard's endpoint manager) points a Service at whichever candidate host
 answers, by writing either its ``v1 Endpoints`` or its ``discovery.k8s.io`` EndpointSlices
-(labelled ``kubernetes.io/service-name=<service>``). ``candidates[].endpoints`` in syncer.yaml
+(labelled ``kubernetes.io/service-name=<service>``). ``candidates[].endpoints`` in syncer.conf
 names the Service; the binding covers the Endpoints of that name and every slice labelled
 with it. The class of a difference comes from the *ready* addresses:
 
@@ -32,6 +32,7 @@ from typing import Any
 
 from syncer.classify import decide, parse_time, provenance
 from syncer.diff import FieldDiff, compare
+from syncer.kinds import ALTERNATE_VERSIONS as ALTERNATE_VERSIONS  # its home is kinds; engine reads it here
 from syncer.kinds import ENDPOINTS_FAMILY
 from syncer.memo import IdentityMemo
 from syncer.model import Direction, Drift, DriftClass, Edit, ObjectRef, Path, Track
@@ -46,9 +47,6 @@ MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MIRROR_CONTROLLER = "endpointslicemirroring-controller.k8s.io"
 SLICE_V1 = "discovery.k8s.io/v1"
 SLICE_V1BETA1 = "discovery.k8s.io/v1beta1"
-#: Versions of the same kind that an API server may serve instead (oldest last). Kubernetes
-#: 1.19/1.20 serve EndpointSlices only as v1beta1; the objects differ only in ``topology``.
-ALTERNATE_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {(SLICE_V1, SLICE): (SLICE_V1BETA1,)}
 
 _HOSTNAME_KEY = "kubernetes.io/hostname"
 _ZONE_KEY = "topology.kubernetes.io/zone"

@@ -25,7 +25,7 @@ from syncer import goyaml
 from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
 from syncer.repofile import read_inside
-from syncer.kinds import CLUSTER_SCOPED
+from syncer.kinds import CLUSTER_SCOPED, list_items
 from syncer.model import Drift, FileError, ObjectRef, Path as ObjPath
 
 _INSTALLATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -510,8 +510,9 @@ def _documents_objects(display: str, text: str, docs: list[Any], default_namespa
             out.append(FileError(display, f"{where}: not a mapping"))
             continue
         entries: list[tuple[ObjPath, Any]]
-        if isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
-            entries = [(("items", j), item) for j, item in enumerate(doc["items"])]
+        items = list_items(doc)
+        if items is not None:
+            entries = [(("items", j), item) for j, item in enumerate(items)]
         else:
             entries = [((), doc)]
         for prefix, obj in entries:

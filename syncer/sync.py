@@ -1,7 +1,8 @@
 """Write-back: turn a detection ``Result`` into a commit on the base branch or a rolling PR.
 
-``write_back`` is the one entry point, for ``syncer sync`` and every sidecar pass alike: it
-maps the mode to ``sync_commit``, ``sync_pr`` or ``dry_run``.
+``deliver`` (detect, then commit, open the PR, or only say what they would do) is the one
+entry point, for ``syncer sync`` and every sidecar pass alike: it maps the mode to
+``sync_commit``, ``sync_pr`` or ``dry_run``.
 
 Always works in a clone owned by syncer: reset to the remote base branch, detect, apply
 the accepted drifts, commit, push. A rejected fast-forward (someone pushed first) means
@@ -26,6 +27,7 @@ from syncer.engine import BaseStore, detect
 from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.history import GitHistory
+from syncer.kinds import list_items
 from syncer.live import Lister, LiveSource
 from syncer.gitsource import load_source, verified
 from syncer.manifests import Manifests, host_dir
@@ -114,7 +116,7 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                     history=history)
     result = with_untracked(loaded, result, source)
-    result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded)
+    result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded)
     return loaded, result, drifts, changes
 
 
@@ -137,7 +139,7 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
     return replace(result, drifts=result.drifts + tuple(found), warnings=result.warnings + tuple(lister.warnings))
 
 
-def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
+def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Drift],
           loaded: Loaded) -> tuple[Result, list[Drift], list[FileChange]]:
     """Plan the file edits; a file that cannot be written exactly is left out with one line in
     ``result.errors``, and its drifts are not claimed by the commit or PR. Untracked objects
@@ -239,8 +241,8 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
                 texts[obj.file] = []
         proposed = None
         for doc in texts[obj.file]:
-            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
-            for cand in items if isinstance(items, list) else [doc]:
+            items = list_items(doc)
+            for cand in items if items is not None else [doc]:
                 try:
                     if isinstance(cand, dict) and object_ref(cand, obj.ref.namespace, obj.file) == d.ref:
                         proposed = cand
@@ -288,7 +290,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         if kept:
             order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
             drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
-            result, drifts, changes = _plan(ws.path, installation, result, drifts, loaded)
+            result, drifts, changes = _file_changes(ws.path, installation, result, drifts, loaded)
     out = Outcome(result, drifts, changes, loaded=loaded, messages=refused)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
@@ -330,7 +332,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     return out
 
 
-def write_back(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
+def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
                config: ConfigArg = None, observed_since: SinceArg = None) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),

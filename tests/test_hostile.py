@@ -152,7 +152,7 @@ def test_gzip_bomb_state_record_is_refused_before_parsing(tmp_path: Path, caplog
 
 
 def test_a_state_record_of_40000_objects_still_fits_the_bounds() -> None:
-    from bench.gen import declared_objects
+    from tests.fakes.apps import declared_objects
     from syncer.bounds import json_shape
     from syncer.sidecar.state import MAX_RECORD_JSON, MAX_RECORD_VALUES
 

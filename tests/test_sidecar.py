@@ -33,6 +33,7 @@ from syncer.cli import main
 from syncer.forges.base import PullRequest
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
+from syncer.manifests import parse_documents
 from syncer.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings, StartupError
 from syncer.sidecar.loop import LoopSettings
@@ -56,7 +57,7 @@ def kubeconfig(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Pat
 
 
 def api_client(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Any:
-    return kube_client(str(kubeconfig(fake, tmp_path, url)), None, pool_size=64)  # as `syncer run`: one per watch
+    return kube_client(str(kubeconfig(fake, tmp_path, url)), None, read_yaml=parse_documents, pool_size=64)  # as `syncer run`: one per watch
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
@@ -639,7 +640,7 @@ def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyP
 
     env = {"SYNCER_LISTEN": "0.0.0.0:9090", "SYNCER_LEADER_ELECT": "true", "SYNCER_LOG_FORMAT": "json",
            "SYNCER_STATE_CONFIGMAP": "rel-syncer-state", "SYNCER_RESYNC_INTERVAL": "1h", "SYNCER_DEBOUNCE": "2s",
-           "SYNCER_CLONE_DIR": "/work", "SYNCER_CONFIG": "/etc/syncer/syncer.yaml", "SYNCER_LEASE_NAME": "rel-leader",
+           "SYNCER_CLONE_DIR": "/work", "SYNCER_CONFIG": "/etc/syncer/syncer.conf", "SYNCER_LEASE_NAME": "rel-leader",
            "SYNCER_LEASE_DURATION": "30s"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -653,7 +654,8 @@ def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyP
 
 
 def test_run_flags_left_unset_take_the_sidecar_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from syncer.cli import _seconds, _sidecar_defaults, build_parser
+    from syncer.cli import build_parser
+    from syncer.commands.run import seconds as _seconds, sidecar_defaults as _sidecar_defaults
     from syncer.sidecar.server import parse_listen
 
     for name in ("LISTEN", "RESYNC", "RESYNC_INTERVAL", "DEBOUNCE", "LEASE_DURATION", "STATE_CONFIGMAP",

@@ -2,7 +2,7 @@
 
 The multiplexer (h2watch.py) owns a few of these and drives them from one thread with a
 selector: ``H2Conn`` opens the TLS connection (the kubeconfig's CA and client certificate, via
-``syncer.kube.ssl_context``; TCP keepalive as every connection of syncer/kube.py), insists on
+``syncer.kube.config.ssl_context``; TCP keepalive as every connection of syncer/kube/), insists on
 ``h2`` by ALPN (``NotH2`` otherwise: the caller falls back to a thread per watch), waits for the
 server's SETTINGS so it knows how many streams it may open, and then:
 
@@ -38,7 +38,8 @@ import h2.events
 import h2.exceptions
 
 from syncer.kube import (DEFAULT_TIMEOUTS, KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, USER_AGENT, Connection,
-                         Kube, KubeClient, ssl_context)
+                         Kube, KubeClient)
+from syncer.kube.config import ssl_context
 
 __all__ = ["Endpoint", "H2Conn", "NotH2", "WRITE_TIMEOUT"]
 

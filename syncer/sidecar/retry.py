@@ -38,7 +38,7 @@ __all__ = ["Flag", "Retry", "Retrying", "WatchSettings", "as_cluster_error"]
 class WatchSettings:
     #: Client-side inactivity limit on a watch. A v1.20 API server sends no BOOKMARK on an idle
     #: watch until its ``timeoutSeconds`` nears, so silence is normal: a dead peer is found by
-    #: TCP keepalive instead (syncer/kube.py), and this only backs it up (a proxy that keeps the
+    #: TCP keepalive instead (syncer/kube/), and this only backs it up (a proxy that keeps the
     #: TCP connection but swallowed the stream).
     read_timeout: float = 3700.0
     #: Server-side lifetime of one watch request: an idle object costs one request per hour.

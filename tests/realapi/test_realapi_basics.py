@@ -518,10 +518,11 @@ def test_state_record_of_5000_objects_and_the_configmap_size_limit(namespace: st
     from tests.test_state_lease import _many
 
     from syncer.kube import ApiError, kube_client
+    from syncer.manifests import parse_documents
     from syncer.model import ObjectRef
     from syncer.sidecar.state import ConfigMapStore
 
-    api = kube_client(str(admin_kubeconfig), None, pool_size=4)
+    api = kube_client(str(admin_kubeconfig), None, read_yaml=parse_documents, pool_size=4)
     big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "too-big", "namespace": namespace},
            "data": {"a": "x" * (1024 * 1024 + 1)}}
     with pytest.raises(ApiError) as info:

@@ -31,7 +31,7 @@ import pytest
 from syncer.cli import main
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
-from syncer.manifests import load_manifests
+from syncer.manifests import load_manifests, parse_documents
 from syncer.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings
 from syncer.sidecar.loop import LoopSettings
@@ -188,7 +188,7 @@ def test_sidecar_on_slices_sleep_wake_flapping_gives_no_commit(real_cluster: Rea
                         resync=600.0, tick=0.2)
     settings = SidecarSettings(loop=loop, listen=None, watch=WatchSettings(backoff_base=0.05, backoff_cap=0.5),
                                startup_timeout=20.0)
-    sc = Sidecar(kube_client(str(admin), None, pool_size=32), ws, settings, notifier=notifier)
+    sc = Sidecar(kube_client(str(admin), None, read_yaml=parse_documents, pool_size=32), ws, settings, notifier=notifier)
     sc.start()
     try:
         deadline = time.monotonic() + 30
