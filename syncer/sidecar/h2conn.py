@@ -3,7 +3,7 @@
 The multiplexer (h2watch.py) owns a few of these and drives them from one thread with a
 selector: ``H2Conn`` opens the TLS connection (the kubeconfig's CA and client certificate, via
 ``syncer.kube.config.ssl_context``; TCP keepalive as every connection of syncer/kube/), insists on
-``h2`` by ALPN (``NotH2`` otherwise: the caller falls back to a thread per watch), waits for the
+``h2`` by ALPN (``H2Conn.open`` says why not otherwise: the caller keeps a thread per watch), waits for the
 server's SETTINGS so it knows how many streams it may open, and then:
 
 * ``request``   queues one GET (headers only) on a new stream, and returns its id; ``flush``
@@ -41,7 +41,7 @@ from syncer.kube import (DEFAULT_TIMEOUTS, KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEP
                          Kube, KubeClient)
 from syncer.kube.config import ssl_context
 
-__all__ = ["Endpoint", "H2Conn", "NotH2", "WRITE_TIMEOUT"]
+__all__ = ["Endpoint", "H2Conn", "WRITE_TIMEOUT"]
 
 #: A write (a request's headers, a window update) that the kernel does not take within this
 #: long means the connection is stuck.
@@ -53,10 +53,6 @@ CONNECTION_WINDOW = 16 * 1024 * 1024
 
 #: The TLS context per kubeconfig connection (``Endpoint.tls``).
 _CONTEXTS: dict[int, tuple[Connection, ssl.SSLContext]] = {}
-
-
-class NotH2(Exception):
-    """The server did not choose HTTP/2 by ALPN."""
 
 
 @dataclass(frozen=True)
@@ -116,30 +112,59 @@ def _keepalive(sock: socket.socket) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
+def _wait(sock: ssl.SSLSocket, write: bool, deadline: float, ep: "Endpoint") -> None:
+    left = deadline - time.monotonic()
+    if left <= 0 or not (select.select([], [sock], [], left) if write else select.select([sock], [], [], left))[
+            1 if write else 0]:
+        raise TimeoutError(f"no TLS and HTTP/2 handshake within {ep.connect_timeout:g}s")
+
+
+def _tls(ep: "Endpoint", deadline: float) -> ssl.SSLSocket:
+    """A TLS connection to ``ep``, handshake done by ``deadline`` (non-blocking from then on)."""
+    raw = socket.create_connection((ep.host, ep.port), timeout=ep.connect_timeout)
+    try:
+        _keepalive(raw)
+        sock = ep.tls().wrap_socket(raw, server_hostname=ep.server_hostname or ep.host, do_handshake_on_connect=False)
+    except BaseException:
+        raw.close()
+        raise
+    try:
+        sock.setblocking(False)
+        while True:
+            try:
+                sock.do_handshake()
+                return sock
+            except ssl.SSLWantReadError:
+                _wait(sock, False, deadline, ep)
+            except ssl.SSLWantWriteError:
+                _wait(sock, True, deadline, ep)
+    except BaseException:
+        sock.close()
+        raise
+
+
 class H2Conn:
     """One TLS connection speaking HTTP/2; at most ``limit`` streams open on it."""
 
-    def __init__(self, ep: Endpoint, max_streams: int) -> None:
-        self.ep = ep
+    @classmethod
+    def open(cls, ep: Endpoint, max_streams: int) -> "H2Conn | str":
+        """A connection, or why the server will not speak HTTP/2 (it chose another protocol by
+        ALPN: the caller keeps a connection and thread per watch). Connect, TLS handshake and the
+        server's SETTINGS take ``connect`` seconds at most in all, however slowly a server
+        trickles its bytes."""
+        deadline = time.monotonic() + ep.connect_timeout
+        sock = _tls(ep, deadline)
+        chosen = sock.selected_alpn_protocol()
+        if chosen != "h2":
+            sock.close()
+            return f"the API server at {ep.host}:{ep.port} did not choose HTTP/2 (ALPN: {chosen or 'none'})"
+        return cls(ep, sock, deadline, max_streams)
+
+    def __init__(self, ep: Endpoint, sock: ssl.SSLSocket, deadline: float, max_streams: int) -> None:
+        self.ep, self.sock, self._deadline = ep, sock, deadline
         #: ``alive``: takes new streams (not after GOAWAY); ``closed``: the socket is closed.
         self.alive, self.closed = True, False
-        # connect, TLS handshake and the server's SETTINGS: all within ``connect`` seconds in
-        # all, however slowly a server trickles its bytes
-        self._deadline = time.monotonic() + ep.connect_timeout
-        raw = socket.create_connection((ep.host, ep.port), timeout=ep.connect_timeout)
         try:
-            _keepalive(raw)
-            self.sock: ssl.SSLSocket = ep.tls().wrap_socket(raw, server_hostname=ep.server_hostname or ep.host,
-                                                            do_handshake_on_connect=False)
-        except BaseException:
-            raw.close()
-            raise
-        try:
-            self.sock.setblocking(False)
-            self._handshake()
-            if self.sock.selected_alpn_protocol() != "h2":
-                raise NotH2(f"the API server at {ep.host}:{ep.port} did not choose HTTP/2 (ALPN: "
-                            f"{self.sock.selected_alpn_protocol() or 'none'})")
             # Our headers are built lowercase, without connection headers (Endpoint.headers): h2's
             # per-request normalization and validation cost more than the rest of a request; the
             # token is thereby indexed by HPACK once per connection instead of sent whole, in
@@ -158,29 +183,13 @@ class H2Conn:
         self.max_streams = max_streams
         self.streams: set[int] = set()
 
-    def _wait(self, write: bool) -> None:
-        left = self._deadline - time.monotonic()
-        if left <= 0 or not (select.select([], [self.sock], [], left) if write else
-                             select.select([self.sock], [], [], left))[1 if write else 0]:
-            raise TimeoutError(f"no TLS and HTTP/2 handshake within {self.ep.connect_timeout:g}s")
-
-    def _handshake(self) -> None:
-        while True:
-            try:
-                self.sock.do_handshake()
-                return
-            except ssl.SSLWantReadError:
-                self._wait(False)
-            except ssl.SSLWantWriteError:
-                self._wait(True)
-
     def _server_settings(self) -> None:
         """Read until the server's first SETTINGS (within the connect deadline)."""
         while True:
             try:
                 data = self.sock.recv(65536)
             except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
-                self._wait(False)
+                _wait(self.sock, False, self._deadline, self.ep)
                 continue
             if not data:
                 raise ConnectionError("the API server closed the connection before its SETTINGS")

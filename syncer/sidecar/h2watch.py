@@ -48,7 +48,7 @@ from syncer.bounds import load_json
 from syncer.errors import ClusterError
 from syncer.kube import MAX_BODY, ApiError, ClusterUnreachable, Gone, Kube, api_error
 from syncer.logs import event
-from syncer.sidecar.h2conn import Endpoint, H2Conn, NotH2
+from syncer.sidecar.h2conn import Endpoint, H2Conn
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Flag, Retry, Retrying, WatchSettings, as_cluster_error
 from syncer.sidecar.watch import MAX_LINE, Target, decode_event, listed, watch_query, watched
@@ -145,12 +145,12 @@ class Multiplexer:
         if ep is None:
             return None, ""
         try:
-            conn = H2Conn(ep, max_streams)
-        except NotH2 as exc:
-            return None, str(exc)
+            conn = H2Conn.open(ep, max_streams)
         except (OSError, ssl.SSLError, ValueError) as exc:
             raise ClusterUnreachable(f"cannot reach the API server at {ep.host}:{ep.port}: {exc}",
                                      transient=True) from None
+        if isinstance(conn, str):
+            return None, conn
         return cls(ep, conn, cache, settings, on_restart=on_restart, on_error=on_error, rand=rand,
                    max_streams=max_streams), ""
 
@@ -277,14 +277,17 @@ class Multiplexer:
         now = time.monotonic()
         if now < self._no_connect_until:
             raise ClusterUnreachable(self._connect_error, transient=True)
+        opened: H2Conn | str
         try:
-            conn = H2Conn(self.ep, self.max_streams)
-        except (OSError, ssl.SSLError, NotH2) as exc:
+            opened = H2Conn.open(self.ep, self.max_streams)
+        except (OSError, ssl.SSLError) as exc:
+            opened = f"cannot reach the API server at {self.ep.host}:{self.ep.port}: {exc}"
+        if isinstance(opened, str):
             self._no_connect_until = now + TICK  # the objects due meanwhile fail alike, without a try each
-            self._connect_error = f"cannot reach the API server at {self.ep.host}:{self.ep.port}: {exc}"
-            raise ClusterUnreachable(self._connect_error, transient=True) from None
-        self._add(conn)
-        return conn
+            self._connect_error = opened
+            raise ClusterUnreachable(self._connect_error, transient=True)
+        self._add(opened)
+        return opened
 
     def _start(self, w: MuxWatch) -> None:
         conn = self._connection()
