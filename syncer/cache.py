@@ -170,6 +170,9 @@ class Caches:
     compared: Lru[Any, Any] = field(default_factory=_identity)
     #: engine: the trusted last-applied base of a live object, by identity.
     last_applied: Lru[Any, Any] = field(default_factory=_identity)
+    #: engine: the plan of the last few manifests (compare order, Endpoints family, which objects
+    #: were found in sync), by the identity of their objects.
+    plans: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
 
     def counters(self) -> dict[str, tuple[int, int, int]]:
         """name -> (hits, misses, entries) of every map."""

@@ -58,3 +58,13 @@ class PullRequestExists(ForgeError):
         super().__init__(message)
         self.head = head
         self.base = base
+
+
+class Unreachable(ClusterError):
+    """No complete answer from the API server: nothing can be compared (``kube.ClusterUnreachable``)."""
+
+    transient = True
+
+
+class Forbidden(ClusterError):
+    """401 / 403: the account may not read or write this (``kube.Refused``)."""

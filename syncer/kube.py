@@ -55,7 +55,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from syncer import __version__
 from syncer.bounds import MAX_JSON_DEPTH
 from syncer.endpoints import ALTERNATE_VERSIONS
-from syncer.errors import ClusterError, ConfigError
+from syncer.errors import ClusterError, ConfigError, Forbidden, Unreachable
 from syncer.model import ObjectRef
 from syncer.redact import redact_url
 
@@ -100,7 +100,7 @@ class KubeError(ClusterError):
     status: int | None = None
 
 
-class ClusterUnreachable(KubeError):
+class ClusterUnreachable(KubeError, Unreachable):
     """No complete answer: connection refused or reset, TLS failure, a timeout or the deadline."""
 
     transient = True
@@ -127,7 +127,7 @@ class ApiError(KubeError):
         self.reason = reason
 
 
-class Refused(ApiError):
+class Refused(ApiError, Forbidden):
     """401 / 403: the credentials do not allow this request."""
 
 

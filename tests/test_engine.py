@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
 from syncer.config import load_config
-from syncer.engine import detect
+from syncer.gather import detect_live
 from syncer.live import SnapshotSource
 from syncer.manifests import load_manifests
 from syncer.model import Action, Direction, DriftClass, ObjectRef
@@ -21,7 +21,7 @@ from syncer.model import Action, Direction, DriftClass, ObjectRef
 def _detect(live: SnapshotSource, now=NOW):  # type: ignore[no-untyped-def]
     config = load_config(ROOT / "hosts" / "asgard", "asgard")
     manifests = load_manifests(ROOT, "asgard", config.namespace)
-    return detect(config, manifests, live, now)
+    return detect_live(config, manifests, live, now)
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_git_side_edit_is_pending_apply_not_reverted(live: SnapshotSource, tmp_p
     obj = replace(manifests.objects[ref], data=copy.deepcopy(manifests.objects[ref].data))
     obj.data["data"]["M1_ADDRS"] = "100.127.6.21"  # a human's commit, not applied yet
     manifests = replace(manifests, objects={**manifests.objects, ref: obj})
-    result = detect(config, manifests, live, NOW)
+    result = detect_live(config, manifests, live, NOW)
     d = [d for d in result.drifts if d.path_text == "data.M1_ADDRS"][0]
     assert (d.direction, d.action) == (Direction.GIT, Action.REPORT)
     assert "pending apply" in d.reason
