@@ -173,6 +173,8 @@ class Caches:
     #: engine: the plan of the last few manifests (compare order, Endpoints family, which objects
     #: were found in sync), by the identity of their objects.
     plans: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
+    #: gather: the live objects detection reads (``objects_to_read``) of (manifests, config), by identity.
+    to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
 
     def counters(self) -> dict[str, tuple[int, int, int]]:
         """name -> (hits, misses, entries) of every map."""

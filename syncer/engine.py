@@ -45,7 +45,7 @@ def _appliers(names: tuple[str, ...]) -> frozenset[str]:
 
 
 def _evidence(obj: GitObject, live: dict[str, Any], config: Config, inputs: Inputs, caches: Caches,
-              asked: list[Question] | None) -> tuple[bases.Evidence, str]:
+              answers: Mapping[Question, Answer] | None, asked: list[Question]) -> tuple[bases.Evidence, str]:
     """Every base known for one object, and a note when the last-applied annotation is set aside.
 
     Git holding exactly a value syncer proposed there (the cluster's value at the time) means
@@ -53,8 +53,8 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, inputs: Inpu
     two agree, and even while a git-side change of another field of the object keeps the
     record of the whole object from moving on.
 
-    A question to git's history not answered in ``inputs`` is added to ``asked`` (None: the
-    answers are final, an unanswered question is no answer)."""
+    A question to git's history not in ``answers`` (None: no history) is no answer, and added
+    to ``asked``."""
     appliers = _appliers(tuple(config.appliers))
     snapshots: list[tuple[str, dict[str, Any]]] = []
     applied, note = (by_identity(caches.last_applied, (live,), appliers,
@@ -68,7 +68,6 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, inputs: Inpu
     if obj.ref.kind == endpoints.SLICE:  # a slice applied as v1beta1 remembers it in that shape
         snapshots = [(name, endpoints.as_v1(b)) for name, b in snapshots]
     proposed = record.proposed if record is not None else {}
-    answers = inputs.history
 
     def owner(live_path: Path) -> tuple[Direction, ownership.Owner] | None:
         return ownership.direction_by_owner(live, live_path, appliers)
@@ -86,11 +85,25 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, inputs: Inpu
         question = (obj.ref, path, applied_at)
         if question in answers:
             return answers[question]
-        if asked is not None:
-            asked.append(question)
+        asked.append(question)
         return None
 
     return bases.Evidence(snapshots, proposed, owner, git_history), note
+
+
+def check_shape(live: dict[str, Any]) -> None:
+    """Refuse a live object whose metadata has a type no Kubernetes server sends (one line
+    naming the field), before anything reads it."""
+    meta = live.get("metadata")
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise ConfigError(f"live object has an unexpected shape: metadata is a {type(meta).__name__}, not a mapping")
+    for key in ("annotations", "labels"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(f"live object has an unexpected shape: metadata.{key} is a {type(value).__name__}, "
+                              "not a mapping")
 
 
 def _plural(kind: str) -> str:
@@ -123,18 +136,25 @@ def _edit_for(fd: FieldDiff) -> Edit | None:
     return None
 
 
-def _object_drifts(
-    obj: GitObject,
-    live: dict[str, Any],
-    config: Config,
-    evidence: bases.Evidence,
-    now: datetime,
-    binding: Binding | None,
-    observed_since: datetime | None,
-    note: str,
-    caches: Caches | None,
-) -> list[Drift]:
-    """The drifts of one object; ``caches``: remember its field differences by identity."""
+@dataclass(frozen=True)
+class _Compared:
+    """One object's differences, ready to be judged: what comparing found, before any base
+    (git's history among them) says who moved."""
+
+    obj: GitObject
+    live: dict[str, Any]
+    evidence: bases.Evidence  # the snapshots in git's list layout, as the diffs' paths
+    note: str
+    binding: Binding | None
+    moved: list[FieldDiff]  # where the Service points (judged as one drift), else empty
+    judged: list[tuple[FieldDiff, str | None]]  # every other difference, with why it looks secret
+    observed_since: datetime | None
+
+
+def _compare(obj: GitObject, live: dict[str, Any], config: Config, evidence: bases.Evidence,
+             binding: Binding | None, observed_since: datetime | None, note: str,
+             caches: Caches | None) -> _Compared | None:
+    """One object's differences (None: none); ``caches``: remember them by identity."""
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name, live.get("metadata"))
     git = normalize(obj.data)
@@ -150,27 +170,45 @@ def _object_drifts(
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
-        return []
+        return None
     live_n = normalize(live)
-    # snapshots in git's list layout, as the diffs' paths
     evidence = replace(evidence, snapshots=[(n, align(ref.kind, b, git, live_n)) for n, b in evidence.snapshots])
+    moved: list[FieldDiff] = []
+    if binding is not None:
+        # Where the Service points: one drift, classified against its candidates. Port and
+        # other changes of the object are drifts of their own.
+        moved, diffs = endpoints.split(ref.kind, git, diffs)
+        if moved and nothing_to_pick(ref.kind, obj.data, live, binding):
+            moved = []
+    patterns = (*DEFAULT_SECRET_PATTERNS, *config.secret_keys)
+    return _Compared(obj, live, evidence, note, binding, moved, judge_secrets(ref.kind, diffs, patterns, git, live_n),
+                     observed_since)
+
+
+def _verdicts(c: _Compared) -> tuple[bases.Verdict | None, list[bases.Verdict]]:
+    """Who moved: where the Service points (None: not judged), and each other difference."""
+    evidence = c.evidence
+    moved = bases.combine([bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live)
+                           for fd in c.moved]) if c.moved else None
+    return moved, [bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live) for fd, _ in c.judged]
+
+
+def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Verdict | None,
+            verdicts: list[bases.Verdict]) -> list[Drift]:
+    """The drifts of one object's differences, with who moved at each."""
+    obj, live, note = c.obj, c.live, c.note
+    ref = obj.ref
     track = config.track_for(ref.kind)
     secret = ref.kind in NEVER_WRITTEN
     out = []
-    if binding is not None:
-        # Where the Service points: one drift, classified against its candidates. Port and
-        # other changes of the object are drifts of their own, below.
-        moved, diffs = endpoints.split(ref.kind, git, diffs)
-        if moved and not nothing_to_pick(ref.kind, obj.data, live, binding):
-            verdict = bases.combine([bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live) for fd in moved])
-            drift = address_drift(ref, obj.file, obj.data, live, moved, binding, verdict.direction, track,
-                                  now, config.stable_for, observed_since)
-            out.append(replace(drift, base=verdict.base, base_why=verdict.why, base_note=note))
-            if obj.templated and out[-1].action is not Action.REPORT:
-                out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
-    patterns = (*DEFAULT_SECRET_PATTERNS, *config.secret_keys)
-    for fd, looks_secret in judge_secrets(ref.kind, diffs, patterns, git, live_n):
-        verdict = bases.decide(fd.path, fd.git, fd.live, evidence, fd.where_live)
+    if moved_verdict is not None and c.binding is not None:
+        verdict = moved_verdict
+        drift = address_drift(ref, obj.file, obj.data, live, c.moved, c.binding, verdict.direction, track,
+                              now, config.stable_for, c.observed_since)
+        out.append(replace(drift, base=verdict.base, base_why=verdict.why, base_note=note))
+        if obj.templated and out[-1].action is not Action.REPORT:
+            out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
+    for (fd, looks_secret), verdict in zip(c.judged, verdicts):
         dirn = verdict.direction
         manager, when = classify.provenance(live, fd.where_live)
         if looks_secret and not secret:
@@ -182,7 +220,7 @@ def _object_drifts(
                              f"looks like a secret ({looks_secret}): never copied into git; keep it in a Secret",
                              base=verdict.base, base_why=verdict.why, base_note=note))
             continue
-        changed = classify.parse_time(when) or observed_since
+        changed = classify.parse_time(when) or c.observed_since
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
         if obj.templated and action is not Action.REPORT:
             action, reason = Action.REPORT, "templated: not written"
@@ -305,9 +343,10 @@ class _Slot:
 
 class Detection:
     """One detection of ``inputs`` at ``now``. Comparing every tracked object tells which values
-    git's history must decide: ``questions``. ``finish`` judges the objects that asked again
-    with the answers and gives the ``Result``. Per-object problems become ``errors``, not
-    exceptions; an API server that could not be reached at all was raised by ``gather``."""
+    git's history must decide: ``questions``. ``finish`` judges the differences of the objects
+    that asked with the answers and gives the ``Result``. Per-object problems become
+    ``errors``, not exceptions; an API server that could not be reached at all was raised by
+    ``gather``."""
 
     def __init__(self, config: Config, inputs: Inputs, now: datetime, caches: Caches | None = None) -> None:
         manifests = inputs.manifests
@@ -319,14 +358,22 @@ class Detection:
         self.cache: dict[Any, Any] = {}  # candidate lists and their ConfigMaps read in this detection
         self.found = _Found(errors=list(manifests.errors), notes=list(manifests.skipped))
         self.questions: list[Question] = []
-        self._waiting: list[int] = []
+        #: git's answers known so far (None: no history); ``finish`` adds the rest
+        self._answers: dict[Question, Answer] | None = None if inputs.history is None else dict(inputs.history)
+        self._waiting: dict[int, _Compared] = {}  # objects whose differences wait for git's history
         reused = 0
-        for i in range(len(self.tracked.items)):
+        readable = inputs.reusable and inputs.record_readable
+        in_sync, reads, checked = self.tracked.in_sync, inputs.live, self.found.checked
+        for i, (ref, _, in_family) in enumerate(self.tracked.items):
+            seen = in_sync[i]
+            if seen is not None and readable and not in_family and seen is reads[ref]:
+                checked.append(ref)  # known in sync with this very live object (``_judge``, "reused")
+                reused += 1
+                continue
             asked: list[Question] = []
-            outcome = self._judge(i, inputs, self.found, asked)
+            outcome = self._judge(i, self.found, asked)
             reused += outcome == "reused"
             if outcome == "asked":
-                self._waiting.append(i)
                 for name in _PARTS:
                     getattr(self.found, name).append(_Slot(i))
                 self.questions += [q for q in dict.fromkeys(asked) if q not in self.questions]
@@ -336,21 +383,22 @@ class Detection:
         """The result, with git's ``answers`` to ``questions`` (an unanswered one: no answer)."""
         found = self.found
         if self._waiting:
-            inputs = replace(self.inputs, history={**(self.inputs.history or {}), **(answers or {})})
+            if self._answers is not None:
+                self._answers.update(answers or {})
             judged: dict[int, _Found] = {}
-            for i in self._waiting:
+            for i, compared in self._waiting.items():
                 judged[i] = _Found()
-                self._judge(i, inputs, judged[i], None)
+                self._judged(i, compared, _verdicts(compared), judged[i])
             found = found.fill(judged)
         return Result(self.config.installation, tuple(found.drifts), tuple(found.errors), tuple(found.checked),
                       tuple(found.warnings), tuple(found.unreadable), tuple(found.notes))
 
-    def _judge(self, i: int, inputs: Inputs, out: _Found, asked: list[Question] | None) -> str:
-        """Judge the i-th tracked object into ``out``: "reused" (known in sync), "asked" (waits
-        for git's history: nothing added to ``out``) or "judged"."""
+    def _judge(self, i: int, out: _Found, asked: list[Question]) -> str:
+        """Judge the i-th tracked object into ``out``: "reused" (known in sync), "asked" (its
+        differences wait for git's history: nothing added to ``out``) or "judged"."""
         ref, obj, in_family = self.tracked.items[i]
-        config, manifests, family, in_sync = self.config, inputs.manifests, self.plan.family, self.tracked.in_sync
-        memo = inputs.reusable
+        inputs, config, family, in_sync = self.inputs, self.config, self.plan.family, self.tracked.in_sync
+        manifests, memo = inputs.manifests, inputs.reusable
         try:
             live = live_object(inputs.live, ref)
             if live is None:
@@ -374,29 +422,54 @@ class Detection:
                 out.checked.append(ref)
                 return "reused"
             check_nodes(live, "live object")  # an alias bomb in a snapshot costs this object only
+            check_shape(live)
             binding = family.binding(obj, live, config, inputs.live, manifests, self.cache) if in_family else None
             since = inputs.observed_since.get(ref)
-            evidence, note = _evidence(obj, live, config, inputs, self.caches, asked)
-            found = _object_drifts(obj, live, config, evidence, self.now, binding, since, note,
-                                   self.caches if memo else None)
-            if memo:
-                in_sync[i] = None if found else live
-            if asked:
-                return "asked"  # judged again once git's history answered
-            if found and manifests.source_map is not None:
-                found = manifests.source_map.place(obj, found)  # each field's own file (kustomize)
-            out.drifts.extend(found)
-            out.checked.append(ref)
-        except Unreachable:
-            raise  # nothing can be compared
-        except Forbidden as exc:  # the Role lacks this object: say which grant, go on with the rest
-            out.unreadable.append(ref)
-            written = config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
-            (out.errors if written else out.warnings).append(FileError(obj.file,
-                                                                       unreadable_message(ref, exc, written)))
+            evidence, note = _evidence(obj, live, config, inputs, self.caches, self._answers, asked)
+            compared = _compare(obj, live, config, evidence, binding, since, note, self.caches if memo else None)
         except (ClusterError, ConfigError) as exc:
-            out.errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
+            self._cost(ref, obj.file, exc, out)
+            return "judged"
+        if compared is None:
+            if memo:
+                in_sync[i] = live
+            out.checked.append(ref)
+            return "judged"
+        if memo:
+            in_sync[i] = None  # differences: judged afresh every pass
+        verdicts = _verdicts(compared)
+        if asked:
+            self._waiting[i] = compared  # judged once git's history answered
+            return "asked"
+        self._judged(i, compared, verdicts, out)
         return "judged"
+
+    def _judged(self, i: int, compared: _Compared, verdicts: tuple[bases.Verdict | None, list[bases.Verdict]],
+                out: _Found) -> None:
+        """The drifts of the i-th object's differences into ``out``."""
+        ref, obj, _ = self.tracked.items[i]
+        try:
+            found = _drifts(compared, self.config, self.now, *verdicts)
+            if found and self.inputs.manifests.source_map is not None:
+                found = self.inputs.manifests.source_map.place(obj, found)  # each field's own file (kustomize)
+        except (ClusterError, ConfigError) as exc:
+            self._cost(ref, obj.file, exc, out)
+            return
+        out.drifts.extend(found)
+        out.checked.append(ref)
+        if not found and self.inputs.reusable:
+            self.tracked.in_sync[i] = compared.live
+
+    def _cost(self, ref: ObjectRef, file: str, exc: ClusterError | ConfigError, out: _Found) -> None:
+        """An object that could not be compared: an error, or a warning for a kind only reported."""
+        if isinstance(exc, Unreachable):
+            raise exc  # nothing can be compared
+        if isinstance(exc, Forbidden):  # the Role lacks this object: say which grant, go on with the rest
+            out.unreadable.append(ref)
+            written = self.config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
+            (out.errors if written else out.warnings).append(FileError(file, unreadable_message(ref, exc, written)))
+            return
+        out.errors.append(FileError(file, f"{ref}: {exc.message}"))
 
 
 def detect(config: Config, inputs: Inputs, now: datetime, caches: Caches | None = None) -> Result:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from syncer import endpoints, engine
 from syncer.binding import config_map_ref
-from syncer.cache import Caches
+from syncer.cache import Caches, by_identity
 from syncer.config import Config
 from syncer.errors import ClusterError, ConfigError, SyncerError, Unreachable
 from syncer.history import GitHistory, GitSays, judge
@@ -69,15 +69,9 @@ def live_reads(config: Config, manifests: Manifests) -> list[ObjectRef]:
     return sorted(objects_to_read(config.bound_to(endpoints.declared_services(manifests.objects)), manifests))
 
 
-def _read(source: LiveSource, ref: ObjectRef) -> LiveRead:
-    """``ref`` live; an EndpointSlice also under the older version an API server may serve, and
-    in the v1 shape. A failed read is the outcome, except an unreachable API server (raised)."""
-    try:
-        found = source.get(ref)
-    except Unreachable:
-        raise
-    except SyncerError as exc:
-        return exc
+def _reread(source: LiveSource, ref: ObjectRef, found: object) -> LiveRead:
+    """``found``, read as ``ref``, as detection reads it: absent, an EndpointSlice also under the
+    older version an API server may serve, and in the v1 shape; not a mapping, refused."""
     for alt in endpoints.ALTERNATE_VERSIONS.get((ref.api_version, ref.kind), ()) if found is None else ():
         try:
             found = source.get(replace(ref, api_version=alt))
@@ -87,27 +81,11 @@ def _read(source: LiveSource, ref: ObjectRef) -> LiveRead:
             found = None  # not served or not watched under that version: absent
         if found is not None:
             break
-    if found is not None and (problem := _shape_problem(found)):
-        return ConfigError(f"live object has an unexpected shape: {problem}")
+    if found is not None and not isinstance(found, dict):
+        return ConfigError(f"live object has an unexpected shape: a {type(found).__name__}, not a mapping")
     if found is not None and ref.kind == endpoints.SLICE:
-        found = endpoints.as_v1(found)
+        return endpoints.as_v1(found)
     return found
-
-
-def _shape_problem(obj: object) -> str | None:
-    """What of a live object detection reads has a type no Kubernetes server sends, or None."""
-    if not isinstance(obj, dict):
-        return f"a {type(obj).__name__}, not a mapping"
-    meta = obj.get("metadata")
-    if meta is None:
-        return None
-    if not isinstance(meta, dict):
-        return f"metadata is a {type(meta).__name__}, not a mapping"
-    for key in ("annotations", "labels"):
-        value = meta.get(key)
-        if value is not None and not isinstance(value, dict):
-            return f"metadata.{key} is a {type(value).__name__}, not a mapping"
-    return None
 
 
 def _record(store: BaseStore, ref: ObjectRef) -> Record | Exception:
@@ -132,13 +110,26 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
            history: bool = False) -> Inputs:
     """Everything ``engine.detect`` reads; ``history``: git's history will answer questions."""
     config = config.bound_to(endpoints.declared_services(manifests.objects))  # see Config.bound_to
-    refs = objects_to_read(config, manifests)
+    # the same manifests and config (the sidecar's parse cache): the same objects to read
+    refs: list[ObjectRef] = by_identity(caches.to_read, (manifests.objects, config), "to-read",
+                                        lambda: objects_to_read(config, manifests))
     source.prefetch(refs)  # an API source reads everything at once (lists, concurrent GETs)
     live: dict[ObjectRef, LiveRead] = {}
     others: dict[ObjectRef, tuple[str, ...]] = {}
+    get, slice_kind = source.get, endpoints.SLICE
     for ref in refs:
-        live[ref] = found = _read(source, ref)
-        if found is None and (versions := tuple(source.other_versions(ref))):
+        try:
+            found = get(ref)
+        except Unreachable:
+            raise  # nothing can be compared
+        except SyncerError as exc:
+            live[ref] = exc  # costs this object only
+            continue
+        if found is not None and type(found) is dict and ref.kind != slice_kind:
+            live[ref] = found
+            continue
+        live[ref] = read = _reread(source, ref, found)
+        if read is None and (versions := tuple(source.other_versions(ref))):
             others[ref] = versions
     records: dict[ObjectRef, Record | Exception] | None = None
     readable: bool | None = None
@@ -150,16 +141,16 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
         plan = engine.plan(manifests, caches, reusable)
         tracked, shadowed = plan.tracked(config), plan.family.shadowed
         for i, (ref, _, _) in enumerate(tracked.items):
-            found = live[ref]
-            if not isinstance(found, dict) or ref in shadowed:
+            held = live[ref]
+            if not isinstance(held, dict) or ref in shadowed:
                 continue
-            if reusable and tracked.in_sync[i] is found:
+            if reusable and tracked.in_sync[i] is held:
                 if readable is None:
                     readable = _store_readable(store, ref)
                 if readable:
                     continue
             records[ref] = _record(store, ref)
-    return Inputs(manifests, live, others, records, readable is not False, dict(observed_since or {}),
+    return Inputs(manifests, live, others, records, readable is not False, observed_since or {},
                   {} if history else None, source.immutable)
 
 
