@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from syncer.classify import decide, parse_time, provenance
-from syncer.config import Config
+from syncer.config import Candidates, Config
 from syncer.diff import FieldDiff, compare
 from syncer.endpoints import (ENDPOINTS, SLICE, address_class, address_root, address_set, all_addresses,
                               candidate_hosts, endpoint_ready, is_address_path, is_family, is_mirrored,
                               ready_addresses, service_of)
 from syncer.errors import ClusterError, SyncerError, Unreachable
-from syncer.inputs import LiveRead, live_object
+from syncer.inputs import JSON, LiveRead, live_object
 from syncer.manifests import GitObject, Manifests, object_ref, parse_documents
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, ObjectRef, Result, Track
 from syncer.normalize import MISSING, get_path, normalize
@@ -67,8 +67,8 @@ def pick_edits(git: Mapping[str, Any], live: Mapping[str, Any], candidates: set[
         ready = endpoint_ready(ep)
         if (ready and addresses <= candidates) or (not ready and addresses in git_asleep):
             picked.append(ep)
-    slots: list[Any] = [None] * len(git_eps)
-    new: list[Any] = []
+    slots: list[object] = [None] * len(git_eps)
+    new: list[object] = []
     for ep in picked:
         at = next((i for i, g in enumerate(git_eps) if slots[i] is None and address_set(g) == address_set(ep)), None)
         if at is None:
@@ -99,7 +99,7 @@ def nothing_to_pick(kind: str, git: Mapping[str, Any], live: Mapping[str, Any], 
     return pick_edits(git, live, binding.candidates) == ()
 
 
-def address_drift(ref: ObjectRef, file: str, git: Mapping[str, Any], live: dict[str, Any],
+def address_drift(ref: ObjectRef, file: str, git: Mapping[str, Any], live: JSON,
                   diffs: list[FieldDiff], binding: Binding, dirn: Direction, track: Track, now: datetime,
                   stable_for: float, observed_since: datetime | None) -> Drift:
     """The one drift saying where the object now points, classified from the Service's address set."""
@@ -133,8 +133,13 @@ def config_map_ref(namespace: str, name: str) -> ObjectRef:
     return ObjectRef("v1", "ConfigMap", namespace, name)
 
 
-#: Not read yet in this detection (see ``Family.candidates``).
-_UNREAD: Any = object()
+@dataclass
+class Reads:
+    """What one detection read for its bindings: ConfigMaps, and the hosts of each candidate
+    list (once read in a detection, a list stays what it was)."""
+
+    config_maps: dict[ObjectRef, JSON | None] = field(default_factory=dict)
+    lists: dict[Candidates, frozenset[str]] = field(default_factory=dict)
 
 
 class Family:
@@ -155,8 +160,8 @@ class Family:
             else:
                 self.slices.setdefault((ref.namespace, service), []).append(ref)
 
-    def read_binding(self, obj: GitObject, live: dict[str, Any], config: Config, reads: Mapping[ObjectRef, LiveRead],
-                     manifests: Manifests, cache: dict[Any, Any]) -> None:
+    def read_binding(self, obj: GitObject, live: JSON, config: Config, reads: Mapping[ObjectRef, LiveRead],
+                     manifests: Manifests, cache: Reads) -> None:
         """What ``binding`` reads, for an object whose binding's content cannot matter (one in
         sync): it fails where ``binding`` would, for the same reason."""
         if obj.ref.kind != ENDPOINTS:
@@ -168,11 +173,11 @@ class Family:
         bound = config.candidates_for(obj.ref.namespace, service) if service is not None else None
         if bound is not None:
             cm = config_map_ref(bound.namespace, bound.config_map)
-            if cm not in cache:
-                cache[cm] = live_object(reads, cm)
+            if cm not in cache.config_maps:
+                cache.config_maps[cm] = live_object(reads, cm)
 
-    def binding(self, obj: GitObject, live: dict[str, Any], config: Config, reads: Mapping[ObjectRef, LiveRead],
-                manifests: Manifests, cache: dict[Any, Any]) -> Binding | None:
+    def binding(self, obj: GitObject, live: JSON, config: Config, reads: Mapping[ObjectRef, LiveRead],
+                manifests: Manifests, cache: Reads) -> Binding | None:
         ref = obj.ref
         service = service_of(ref.kind, obj.data)
         if service is None:
@@ -194,20 +199,21 @@ class Family:
 
 
 def candidates(config: Config, namespace: str, service: str, reads: Mapping[ObjectRef, LiveRead],
-               manifests: Manifests, cache: dict[Any, Any]) -> set[str] | None:
+               manifests: Manifests, cache: Reads) -> set[str] | None:
     """Candidate hosts for a Service's Endpoints/slices: from the live ConfigMap, else git's."""
     bound = config.candidates_for(namespace, service)
     if bound is None:
         return None
     # Once read in this detection, a binding's list stays what it was (the ConfigMap is read
     # once per detection): remembered by the Candidates entry, which many Services may share.
-    known = cache.get(bound, _UNREAD)
-    if known is not _UNREAD:
+    known = cache.lists.get(bound)
+    if known is not None:
         return set(known)
     cm = config_map_ref(bound.namespace, bound.config_map)
-    live = cache.get(cm, _UNREAD)
-    if live is _UNREAD:
-        live = cache[cm] = live_object(reads, cm)
+    if cm in cache.config_maps:
+        live = cache.config_maps[cm]
+    else:
+        live = cache.config_maps[cm] = live_object(reads, cm)
     declared = manifests.objects.get(cm)
     hosts: set[str] = set()
     for obj in (live, declared.data if declared is not None else None):
@@ -215,7 +221,7 @@ def candidates(config: Config, namespace: str, service: str, reads: Mapping[Obje
         if isinstance(value, str):
             hosts = candidate_hosts(value)
             break
-    cache[bound] = frozenset(hosts)
+    cache.lists[bound] = frozenset(hosts)
     return hosts
 
 
@@ -235,7 +241,7 @@ def keep_proposed(result: Result, manifests: Manifests, show: Callable[[str], st
     """
     kept: list[Drift] = []
     refused: list[str] = []
-    texts: dict[str, list[Any]] = {}
+    texts: dict[str, list[object]] = {}
     for d in result.drifts:
         if not is_family(d.ref.kind) or d.path != address_root(d.ref.kind) or d.action is Action.WRITE \
                 or d.ref not in manifests.objects:

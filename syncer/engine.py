@@ -17,17 +17,16 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from syncer import bases, classify, endpoints, ownership
-from syncer.binding import Binding, Family, address_drift, nothing_to_pick
+from syncer.binding import Binding, Family, Reads, address_drift, nothing_to_pick
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
 from syncer.config import Config
 from syncer.diff import FieldDiff, align, compare
 from syncer.errors import ClusterError, ConfigError, Forbidden, Unreachable
 from syncer.grants import unreadable_message
-from syncer.inputs import Answer, Inputs, Question, live_object, record_of
+from syncer.inputs import JSON, Answer, Inputs, Question, live_object, record_of
 from syncer.kinds import NEVER_WRITTEN
 from syncer.manifests import GitObject, Manifests
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
@@ -44,7 +43,7 @@ def _appliers(names: tuple[str, ...]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _evidence(obj: GitObject, live: dict[str, Any], config: Config, inputs: Inputs, caches: Caches,
+def _evidence(obj: GitObject, live: JSON, config: Config, inputs: Inputs, caches: Caches,
               answers: Mapping[Question, Answer] | None, asked: list[Question]) -> tuple[bases.Evidence, str]:
     """Every base known for one object, and a note when the last-applied annotation is set aside.
 
@@ -56,7 +55,7 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, inputs: Inpu
     A question to git's history not in ``answers`` (None: no history) is no answer, and added
     to ``asked``."""
     appliers = _appliers(tuple(config.appliers))
-    snapshots: list[tuple[str, dict[str, Any]]] = []
+    snapshots: list[tuple[str, JSON]] = []
     applied, note = (by_identity(caches.last_applied, (live,), appliers,
                                  lambda: ownership.trusted_last_applied(live, appliers))
                      if inputs.reusable else ownership.trusted_last_applied(live, appliers))
@@ -91,7 +90,7 @@ def _evidence(obj: GitObject, live: dict[str, Any], config: Config, inputs: Inpu
     return bases.Evidence(snapshots, proposed, owner, git_history), note
 
 
-def check_shape(live: dict[str, Any]) -> None:
+def check_shape(live: JSON) -> None:
     """Refuse a live object whose metadata has a type no Kubernetes server sends (one line
     naming the field), before anything reads it."""
     meta = live.get("metadata")
@@ -142,7 +141,7 @@ class _Compared:
     (git's history among them) says who moved."""
 
     obj: GitObject
-    live: dict[str, Any]
+    live: JSON
     evidence: bases.Evidence  # the snapshots in git's list layout, as the diffs' paths
     note: str
     binding: Binding | None
@@ -151,7 +150,7 @@ class _Compared:
     observed_since: datetime | None
 
 
-def _compare(obj: GitObject, live: dict[str, Any], config: Config, evidence: bases.Evidence,
+def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidence,
              binding: Binding | None, observed_since: datetime | None, note: str,
              caches: Caches | None) -> _Compared | None:
     """One object's differences (None: none); ``caches``: remember them by identity."""
@@ -254,7 +253,7 @@ class _Tracked:
         self.config = config  # held: its identity is the key
         self.items = [(ref, obj, endpoints.is_family(ref.kind)) for ref, obj in order
                       if config.track_for(ref.kind) is not Track.IGNORE]
-        self.in_sync: list[dict[str, Any] | None] = [None] * len(self.items)
+        self.in_sync: list[JSON | None] = [None] * len(self.items)
         self.generation = generation  # ``Caches.compared.clear()`` forgets these too
         if previous is not None and previous.config is config and previous.generation == self.generation:
             # A file changed: the objects of the other files are the same git objects, and
@@ -313,32 +312,30 @@ _PARTS = ("drifts", "errors", "warnings", "unreadable", "notes", "checked")
 
 @dataclass
 class _Found:
-    """What detection found so far; ``_Slot(i)`` holds the place of the i-th object in each
-    list while it waits for git's history."""
+    """What detection found so far, in object order."""
 
-    drifts: list[Any] = field(default_factory=list)
-    errors: list[Any] = field(default_factory=list)
-    warnings: list[Any] = field(default_factory=list)
-    unreadable: list[Any] = field(default_factory=list)
-    notes: list[Any] = field(default_factory=list)
-    checked: list[Any] = field(default_factory=list)
+    drifts: list[Drift] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    warnings: list[FileError] = field(default_factory=list)
+    unreadable: list[ObjectRef] = field(default_factory=list)
+    notes: list[FileError] = field(default_factory=list)
+    checked: list[ObjectRef] = field(default_factory=list)
 
-    def fill(self, judged: Mapping[int, _Found]) -> _Found:
-        """These findings with each slot replaced by what its object was judged to be."""
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(len(getattr(self, name)) for name in _PARTS)
+
+    def fill(self, places: Mapping[int, tuple[int, ...]], judged: Mapping[int, _Found]) -> _Found:
+        """These findings with what the i-th object was judged to be (``judged[i]``) at its
+        place (``places[i]``: the sizes of each list when its turn came)."""
         filled = _Found()
-        for name in _PARTS:
-            into: list[Any] = getattr(filled, name)
-            for item in getattr(self, name):
-                if isinstance(item, _Slot):
-                    into += getattr(judged[item.index], name)
-                else:
-                    into.append(item)
+        for n, name in enumerate(_PARTS):
+            part, into, start = getattr(self, name), getattr(filled, name), 0
+            for i, sizes in places.items():  # in object order
+                into += part[start:sizes[n]]
+                into += getattr(judged[i], name)
+                start = sizes[n]
+            into += part[start:]
         return filled
-
-
-@dataclass(frozen=True)
-class _Slot:
-    index: int
 
 
 class Detection:
@@ -355,12 +352,13 @@ class Detection:
         self.caches = caches if caches is not None else Caches()
         self.plan = plan(manifests, self.caches, inputs.reusable)
         self.tracked = self.plan.tracked(self.config)
-        self.cache: dict[Any, Any] = {}  # candidate lists and their ConfigMaps read in this detection
+        self.cache = Reads()  # candidate lists and their ConfigMaps read in this detection
         self.found = _Found(errors=list(manifests.errors), notes=list(manifests.skipped))
         self.questions: list[Question] = []
         #: git's answers known so far (None: no history); ``finish`` adds the rest
         self._answers: dict[Question, Answer] | None = None if inputs.history is None else dict(inputs.history)
         self._waiting: dict[int, _Compared] = {}  # objects whose differences wait for git's history
+        self._places: dict[int, tuple[int, ...]] = {}  # ... and where their findings go
         reused = 0
         readable = inputs.reusable and inputs.record_readable
         in_sync, reads, checked = self.tracked.in_sync, inputs.live, self.found.checked
@@ -374,8 +372,7 @@ class Detection:
             outcome = self._judge(i, self.found, asked)
             reused += outcome == "reused"
             if outcome == "asked":
-                for name in _PARTS:
-                    getattr(self.found, name).append(_Slot(i))
+                self._places[i] = self.found.sizes()
                 self.questions += [q for q in dict.fromkeys(asked) if q not in self.questions]
         self.caches.compared.served(reused)  # comparisons not made again
 
@@ -389,7 +386,7 @@ class Detection:
             for i, compared in self._waiting.items():
                 judged[i] = _Found()
                 self._judged(i, compared, _verdicts(compared), judged[i])
-            found = found.fill(judged)
+            found = found.fill(self._places, judged)
         return Result(self.config.installation, tuple(found.drifts), tuple(found.errors), tuple(found.checked),
                       tuple(found.warnings), tuple(found.unreadable), tuple(found.notes))
 

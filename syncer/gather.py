@@ -25,7 +25,7 @@ from syncer.cache import Caches, by_identity
 from syncer.config import Config
 from syncer.errors import ClusterError, ConfigError, SyncerError, Unreachable
 from syncer.history import GitHistory, GitSays, judge
-from syncer.inputs import Answer, Inputs, LiveRead, Question, Record
+from syncer.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
 from syncer.live import LiveSource
 from syncer.manifests import Manifests
 from syncer.model import Drift, ObjectRef, Path, Result, Track
@@ -34,7 +34,7 @@ from syncer.model import Drift, ObjectRef, Path, Result, Track
 class BaseStore(Protocol):
     """syncer's own record of the last state where git and the cluster agreed."""
 
-    def base(self, ref: ObjectRef) -> dict[str, Any] | None: ...
+    def base(self, ref: ObjectRef) -> JSON | None: ...
 
     def proposed(self, ref: ObjectRef) -> Mapping[Path, Sequence[Any]]:
         """The values syncer proposed (PR or commit) for fields of ``ref``."""

@@ -18,8 +18,10 @@ from syncer.history import GitSays
 from syncer.manifests import Manifests
 from syncer.model import ObjectRef, Path
 
+#: A Kubernetes object as JSON data.
+JSON = dict[str, Any]
 #: A live object as read: the object, None (absent live), or why it could not be read.
-LiveRead = dict[str, Any] | None | SyncerError
+LiveRead = JSON | None | SyncerError
 
 #: A question to git's history: when did git last change ``path`` of this object, against the
 #: time the cluster last applied it? Answered before detection runs (``gather.answer``).
@@ -32,7 +34,7 @@ Answer = tuple[GitSays, str] | None
 class Record:
     """What syncer's state record holds for one object."""
 
-    base: dict[str, Any] | None
+    base: JSON | None
     proposed: Mapping[Path, Sequence[Any]]
 
 
@@ -57,7 +59,7 @@ class Inputs:
     reusable: bool = False
 
 
-def live_object(live: Mapping[ObjectRef, LiveRead], ref: ObjectRef) -> dict[str, Any] | None:
+def live_object(live: Mapping[ObjectRef, LiveRead], ref: ObjectRef) -> JSON | None:
     """The live object ``ref`` as read; a failed read is raised again."""
     found = live[ref]
     if isinstance(found, SyncerError):
