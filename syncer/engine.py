@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from syncer import bases, classify, endpoints, ownership
-from syncer.binding import Binding, Family, Reads, address_drift, nothing_to_pick
+from syncer.binding import Binding, Reads, address_drift, nothing_to_pick
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
 from syncer.config import Config
@@ -28,9 +28,10 @@ from syncer.errors import ClusterError, ConfigError, Forbidden, Unreachable
 from syncer.grants import unreadable_message
 from syncer.inputs import JSON, Answer, Inputs, Question, live_object, record_of
 from syncer.kinds import NEVER_WRITTEN
-from syncer.manifests import GitObject, Manifests
+from syncer.manifests import GitObject
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
 from syncer.normalize import normalize
+from syncer.tracking import tracking
 from syncer.redact import DEFAULT_SECRET_PATTERNS, REDACTED
 from syncer.secretpolicy import judge_secrets, secret_mask
 from syncer.values import describe_change
@@ -237,75 +238,6 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
     return out
 
 
-class _Tracked:
-    """The objects one config compares, in order, and which of them were found in sync.
-
-    ``in_sync[i]`` is the live object that the i-th object was last found in sync with (or
-    None). A comparison that found no difference depends on the git object, the live object
-    and the config alone -- nothing of ``now``, the state record, git history or when the watch
-    saw a change -- so the same live object again is in sync again without comparing. Only for
-    a source whose objects are never modified (the watch cache; the git objects come from the
-    parse cache, likewise read-only). An object with a difference is judged afresh every pass
-    (its stability timing moves with ``now``)."""
-
-    def __init__(self, config: Config, order: list[tuple[ObjectRef, GitObject]], generation: int,
-                 previous: _Tracked | None = None) -> None:
-        self.config = config  # held: its identity is the key
-        self.items = [(ref, obj, endpoints.is_family(ref.kind)) for ref, obj in order
-                      if config.track_for(ref.kind) is not Track.IGNORE]
-        self.in_sync: list[JSON | None] = [None] * len(self.items)
-        self.generation = generation  # ``Caches.compared.clear()`` forgets these too
-        if previous is not None and previous.config is config and previous.generation == self.generation:
-            # A file changed: the objects of the other files are the same git objects, and
-            # what was found about them still holds.
-            known = {id(obj): seen for (_, obj, _), seen in zip(previous.items, previous.in_sync) if seen is not None}
-            if known:
-                held = {id(obj): obj for _, obj, _ in previous.items}
-                for i, (_, obj, _) in enumerate(self.items):
-                    if held.get(id(obj)) is obj:
-                        self.in_sync[i] = known.get(id(obj))
-
-
-class Plan:
-    """What detection derives from the manifests alone: the order objects are compared in (file
-    order) and the Endpoints family. Remembered (``Caches.plans``) while ``load_manifests``
-    hands back the same manifests (no file changed), so a sidecar pass does not sort and index
-    5,000 objects again."""
-
-    def __init__(self, manifests: Manifests, caches: Caches, previous: Plan | None = None) -> None:
-        self.objects = manifests.objects  # held: its identity is the key
-        self.order = sorted(manifests.objects.items(), key=lambda kv: (kv[1].file, kv[1].doc, kv[1].prefix))
-        self.family = Family(manifests)
-        self._compared = caches.compared
-        self._tracked: _Tracked | None = previous._tracked if previous is not None else None
-        self._inherited = previous is not None
-
-    def tracked(self, config: Config) -> _Tracked:
-        last = self._tracked
-        generation = self._compared.generation
-        if last is not None and not self._inherited and last.config is config and last.generation == generation:
-            return last
-        self._tracked = _Tracked(config, self.order, generation, last)
-        self._inherited = False
-        return self._tracked
-
-
-def plan(manifests: Manifests, caches: Caches, reusable: bool) -> Plan:
-    """The plan of ``manifests``: remembered in ``caches`` for a source whose objects are never
-    modified (what was found in sync is only known again for such a one), else made afresh."""
-    if not reusable:
-        return Plan(manifests, caches)
-    found = caches.plans.get(id(manifests.objects))
-    if found is not None and found.objects is manifests.objects:
-        return found  # type: ignore[no-any-return]
-    latest = None
-    for latest in caches.plans.values():
-        pass  # the most recently used one: what it found about unchanged objects still holds
-    made = Plan(manifests, caches, latest)
-    caches.plans.put(id(manifests.objects), made)
-    return made
-
-
 #: What detection found, each in object order.
 _PARTS = ("drifts", "errors", "warnings", "unreadable", "notes", "checked")
 
@@ -350,8 +282,8 @@ class Detection:
         self.config = config.bound_to(endpoints.declared_services(manifests.objects))  # see Config.bound_to
         self.inputs, self.now = inputs, now
         self.caches = caches if caches is not None else Caches()
-        self.plan = plan(manifests, self.caches, inputs.reusable)
-        self.tracked = self.plan.tracked(self.config)
+        self.tracking = tracking(manifests, self.caches, inputs.reusable)
+        self.tracked = self.tracking.tracked(self.config)
         self.cache = Reads()  # candidate lists and their ConfigMaps read in this detection
         self.found = _Found(errors=list(manifests.errors), notes=list(manifests.skipped))
         self.questions: list[Question] = []
@@ -394,7 +326,7 @@ class Detection:
         """Judge the i-th tracked object into ``out``: "reused" (known in sync), "asked" (its
         differences wait for git's history: nothing added to ``out``) or "judged"."""
         ref, obj, in_family = self.tracked.items[i]
-        inputs, config, family, in_sync = self.inputs, self.config, self.plan.family, self.tracked.in_sync
+        inputs, config, family, in_sync = self.inputs, self.config, self.tracking.family, self.tracked.in_sync
         manifests, memo = inputs.manifests, inputs.reusable
         try:
             live = live_object(inputs.live, ref)

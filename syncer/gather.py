@@ -28,6 +28,7 @@ from syncer.history import GitHistory, GitSays, judge
 from syncer.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
 from syncer.live import LiveSource
 from syncer.manifests import Manifests
+from syncer.tracking import tracking
 from syncer.model import Drift, ObjectRef, Path, Result, Track
 
 
@@ -138,8 +139,8 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
         # compared while the record can be read at all.
         records = {}
         reusable = source.immutable
-        plan = engine.plan(manifests, caches, reusable)
-        tracked, shadowed = plan.tracked(config), plan.family.shadowed
+        made = tracking(manifests, caches, reusable)
+        tracked, shadowed = made.tracked(config), made.family.shadowed
         for i, (ref, _, _) in enumerate(tracked.items):
             held = live[ref]
             if not isinstance(held, dict) or ref in shadowed:
