@@ -64,7 +64,7 @@ class PassRunner:
         self.settings, self.ws, self.cache = settings, ws, cache
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
-        #: what the installation remembers between passes (comparisons, plans)
+        #: what the installation remembers between passes (syncer/cache.py), one per installation
         self.caches = caches if caches is not None else Caches()
 
     def run(self, reason: str, leader: bool, now: float, schedule: Schedule) -> PassReport:
