@@ -170,6 +170,11 @@ class Caches:
     compared: Lru[Any, Any] = field(default_factory=_identity)
     #: engine: the trusted last-applied base of a live object, by identity.
     last_applied: Lru[Any, Any] = field(default_factory=_identity)
+    #: engine: the tracking of the last few manifests (compare order, Endpoints family, which
+    #: objects were found in sync: syncer/tracking.py), by the identity of their objects.
+    tracking: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
+    #: gather: the live objects detection reads (``objects_to_read``) of (manifests, config), by identity.
+    to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
 
     def counters(self) -> dict[str, tuple[int, int, int]]:
         """name -> (hits, misses, entries) of every map."""

@@ -326,3 +326,24 @@ def test_list_items_one_rule_for_answers_and_documents() -> None:
     cm = {"kind": "ConfigMap", "items": [1]}
     assert list_items({"apiVersion": "v1", "kind": "List", "items": [cm]}) == [cm]
     assert list_items(cm) is None and list_items({"kind": "List", "items": "x"}) is None and list_items([]) is None
+
+
+def test_a_kind_discovery_lacked_is_asked_again_after_the_miss_ttl(fake_kube: FakeKubeAPI, tmp_path: Path) -> None:
+    """A CRD installed after the sidecar started: its kind is served once discovery is asked again."""
+    from syncer.errors import ClusterError
+    from syncer.kube.client import DISCOVERY_MISS_TTL
+    from tests.fakes.kube_api.resources import Resource
+
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents)
+    now = [1000.0]
+    client.clock = lambda: now[0]
+    ref = ObjectRef("v1", "Widget", "default", "w1")
+    with pytest.raises(ClusterError, match="does not serve Widget in v1"):
+        client.object_path(ref)
+    fake_kube.add_resource(Resource("", "v1", "widgets", "widget", "Widget"))
+    now[0] += DISCOVERY_MISS_TTL / 2
+    with pytest.raises(ClusterError, match="does not serve Widget"):  # the table read at 1000 still stands
+        client.object_path(ref)
+    now[0] += DISCOVERY_MISS_TTL
+    assert client.object_path(ref) == "/api/v1/namespaces/default/widgets/w1"
+    assert client.resource("v1", "ConfigMap") == ("configmaps", True)

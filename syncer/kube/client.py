@@ -74,6 +74,9 @@ class Kube(Protocol):
 
 _INSECURE_SAID: set[str] = set()
 
+#: Seconds a discovery answer that lacks a kind stands before discovery is asked again.
+DISCOVERY_MISS_TTL = 60.0
+
 
 def _say_insecure(host: str) -> None:
     """``insecure-skip-tls-verify``: one log line per server and process, the way kubectl says
@@ -107,8 +110,10 @@ class KubeClient:
                 server_hostname=conn.tls_server_name, **kw)
         else:
             self._pool = HTTPPool(parts.hostname or "", parts.port or 80, **kw)
-        self._resources: dict[str, dict[str, tuple[str, bool]]] = {}
+        #: groupVersion -> (kind -> (plural, namespaced), when discovery answered)
+        self._resources: dict[str, tuple[dict[str, tuple[str, bool]], float]] = {}
         self._lock = threading.Lock()
+        self.clock = time.monotonic  # replaced by tests
 
     @property
     def host(self) -> str:
@@ -232,18 +237,24 @@ class KubeClient:
     # -- discovery ------------------------------------------------------------------------
 
     def resource(self, api_version: str, kind: str) -> tuple[str, bool]:
-        """(plural, namespaced) for a kind, from discovery, cached per groupVersion."""
+        """(plural, namespaced) for a kind, from discovery, cached per groupVersion.
+
+        A kind the cached table lacks is asked again once ``DISCOVERY_MISS_TTL`` seconds have
+        passed since that table was read: a CRD installed after a sidecar started is served
+        from then on (a served kind is never asked again: kinds do not move)."""
         with self._lock:
-            table = self._resources.get(api_version)
-        if table is None:
+            cached = self._resources.get(api_version)
+        if cached is None or (kind not in cached[0] and self.clock() - cached[1] >= DISCOVERY_MISS_TTL):
             path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
             found = self.call("GET", path, what=f"discovery of {api_version}") or {}
-            table = {}
+            table: dict[str, tuple[str, bool]] = {}
             for res in found.get("resources", []):
                 if "/" not in res.get("name", ""):
                     table.setdefault(res["kind"], (res["name"], bool(res.get("namespaced"))))
+            cached = (table, self.clock())
             with self._lock:
-                self._resources[api_version] = table
+                self._resources[api_version] = cached
+        table = cached[0]
         if kind not in table:
             # A KubeError: it costs the objects of that kind only, never the whole run.
             raise ApiError(f"the API server does not serve {kind} in {api_version}", 404, "NotFound", transient=False)

@@ -41,10 +41,11 @@ from syncer.classify import parse_time, provenance
 from syncer.config import Config
 from syncer.endpoints import address_root
 from syncer.errors import ClusterError, ConfigError
+from syncer.gather import objects_to_read
 from syncer.gitrepo import Workspace
 from syncer.logs import event
 from syncer.memo import IdentityMemo
-from syncer.model import ObjectRef, Track
+from syncer.model import ObjectRef
 from syncer.sidecar.decisions import log_decisions
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
@@ -88,14 +89,9 @@ class LoopSettings:
 
 
 def tracked_refs(loaded: Loaded) -> set[ObjectRef]:
-    """What to watch: every declared object not ignored, plus the candidate lists' ConfigMaps."""
-    return set(_TRACKED.get((loaded.manifests, loaded.config), "tracked", lambda: frozenset(_tracked(loaded))))
-
-
-def _tracked(loaded: Loaded) -> set[ObjectRef]:
-    refs = {ref for ref in loaded.manifests.objects if loaded.config.track_for(ref.kind) is not Track.IGNORE}
-    refs |= {ObjectRef("v1", "ConfigMap", c.namespace, c.config_map) for c in loaded.config.candidates}
-    return refs
+    """What to watch: what detection reads (``gather.objects_to_read``)."""
+    return set(_TRACKED.get((loaded.manifests, loaded.config), "tracked",
+                            lambda: frozenset(objects_to_read(loaded.config, loaded.manifests))))
 
 
 #: The manifests and config stay the same objects while no file changed (syncer/manifests.py).

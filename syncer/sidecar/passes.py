@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from syncer.cache import Caches
 from syncer.config import Config
 from syncer.errors import ForgeError, GitError, SyncerError
 from syncer.gitrepo import Workspace
@@ -59,11 +60,14 @@ class PassRunner:
 
     def __init__(self, installation: str, mode: Mode, reproduce: str, ws: Workspace, cache: LiveCache, *,
                  metrics: Metrics, health: Health, forge: "Forge | None" = None,
-                 store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None) -> None:
+                 store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None,
+                 caches: Caches | None = None) -> None:
         self.installation, self.mode, self.reproduce = installation, mode, reproduce
         self.ws, self.cache = ws, cache
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
+        #: what the installation remembers between passes (syncer/cache.py), one per installation
+        self.caches = caches if caches is not None else Caches()
 
     def run(self, reason: str, leader: bool, now: float, schedule: Schedule) -> PassReport:
         """One pass at ``now``; a failure is reported in the result (``error``, ``stage``) and
@@ -91,7 +95,7 @@ class PassRunner:
         mode = self.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
             out = deliver(mode, self.ws, self.installation, self.cache, now, self.reproduce, self.forge, self.store,
-                          config=config, observed_since=self.cache.observed_since())
+                          config=config, observed_since=self.cache.observed_since(), caches=self.caches)
         except GitError:
             raise
         except SyncerError:
