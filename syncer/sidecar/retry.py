@@ -51,7 +51,8 @@ class WatchSettings:
     grace: float = 60.0
 
     def backoff(self, failures: int, rand: Callable[[], float]) -> float:
-        return float(rand()) * min(self.backoff_cap, self.backoff_base * 2.0 ** max(0, failures - 1))
+        # The exponent is capped: 2.0 ** 1024 overflows, and a watch failing for hours gets there.
+        return float(rand()) * min(self.backoff_cap, self.backoff_base * 2.0 ** min(max(0, failures - 1), 64))
 
 
 def as_cluster_error(exc: BaseException, label: str) -> ClusterError:
