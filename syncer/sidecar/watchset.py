@@ -85,6 +85,8 @@ class WatchSet:
         for ref in wanted:
             groups.setdefault(_key(ref), set()).add(ref)
         with self._lock:
+            if self._stopping:  # a pass still running while the sidecar stops starts nothing new
+                return
             for ref in sorted(set(self.watchers) - wanted):
                 self.watchers.pop(ref).stop()
                 self.cache.forget(ref)
