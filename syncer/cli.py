@@ -28,6 +28,7 @@ from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branc
 from syncer.kube import kube_client
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client, snapshot_note
 from syncer.manifests import default_installation
+from syncer.oneshot import before_exit, collection_paused
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
 from syncer.sync import DEFAULT_MODE, Mode, Outcome, dry_run, write_back
@@ -310,7 +311,9 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
     source = _live_source(args, _namespace(repo, installation, ns))
-    out = dry_run(repo, installation, source, now, _reproduce(args, installation), config=_config(args, repo, installation))
+    with collection_paused():  # syncer.oneshot
+        out = dry_run(repo, installation, source, now, _reproduce(args, installation),
+                      config=_config(args, repo, installation))
     out.result = snapshot_note(source, out.result)
     if args.output == "json":
         stdout.write(render_json(out.result))
@@ -627,7 +630,10 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     try:
         if getattr(args, "watch", False):
             return _watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
-        return COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
+        code = COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
+        if argv is None:  # the process's own command line: it ends next
+            before_exit()
+        return code
     except SyncerError as exc:
         message = redact_text(exc.message, secrets)
         stderr.write(f"syncer: error: {message}\n")
