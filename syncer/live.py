@@ -155,13 +155,17 @@ class KubeSource:
         return self.kube.call("GET", self.kube.object_path(ref), what=f"get {ref}")
 
     def prefetch(self, refs: Iterable[ObjectRef]) -> None:
-        """Read ``refs`` now, as few requests as RBAC allows; ``get`` then answers from memory."""
+        """Read ``refs`` now, as few requests as RBAC allows; ``get`` then answers from memory.
+        The LISTs of several kinds go at once (the API server answers one while syncer reads
+        another's pages); what each found is then taken in order, as when they went one by one."""
         groups: dict[tuple[str, str, str], list[ObjectRef]] = {}
         for ref in sorted(set(refs)):
             groups.setdefault((ref.api_version, ref.kind, ref.namespace), []).append(ref)
+        listable = [(key, members) for key, members in groups.items() if self._may_list(key, members)]
+        answers = dict(zip((key for key, _ in listable), self._lists([members[0] for _, members in listable])))
         by_name: list[ObjectRef] = []
         for key, members in groups.items():
-            if not self._listed(key, members):
+            if not self._listed(key, members, answers.get(key)):
                 by_name.extend(members)
         if not by_name:
             return
@@ -176,17 +180,37 @@ class KubeSource:
         except KubeError as exc:
             return exc
 
-    def _listed(self, key: tuple[str, str, str], members: list[ObjectRef]) -> bool:
-        """Read ``members`` with one (paged) LIST; False when they must be read by name."""
+    def _may_list(self, key: tuple[str, str, str], members: list[ObjectRef]) -> bool:
+        return key[1] not in NEVER_LISTED and len(members) >= self.list_from and self.paths.get(key, "list") == "list"
+
+    def _lists(self, firsts: list[ObjectRef]) -> list[dict[str, dict[str, Any]] | Exception]:
+        """``_list`` of each ref's kind and namespace, at once; an exception is its answer."""
+        def one(ref: ObjectRef) -> dict[str, dict[str, Any]] | Exception:
+            try:
+                return self._list(ref)
+            except Exception as exc:  # taken in order by _listed: raised or handled as before
+                return exc
+
+        if len(firsts) <= 1:
+            return [one(ref) for ref in firsts]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(firsts)), thread_name_prefix="kube-list") as pool:
+            return list(pool.map(one, firsts))
+
+    def _listed(self, key: tuple[str, str, str], members: list[ObjectRef],
+                answer: dict[str, dict[str, Any]] | Exception | None) -> bool:
+        """Take ``members`` from their kind's paged LIST, ``answer`` (None: not listed); False
+        when they must be read by name."""
         api_version, kind, namespace = key
         where = f"{kind} in {namespace or 'the cluster'}"
         if kind in NEVER_LISTED or len(members) < self.list_from:
             self._say(key, "get", f"live reads: {len(members)} {where} by name (GET, {self.concurrency} at a time)")
             return False
-        if self.paths.get(key, "list") != "list":
+        if self.paths.get(key, "list") != "list" or answer is None:
             return False
         try:
-            items = self._list(members[0])
+            if isinstance(answer, Exception):
+                raise answer
+            items = answer
         except (Refused, TooLarge, Gone) as exc:
             self._say(key, "get", f"live reads: cannot list {where} ({exc.message}); reading {len(members)} "
                                   f"by name (GET, {self.concurrency} at a time)")
