@@ -28,7 +28,7 @@ from syncer.gitrepo import Identity, Workspace, origin_url, remote_default_branc
 from syncer.kube import kube_client
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client, snapshot_note
 from syncer.manifests import default_installation
-from syncer.oneshot import before_exit, collection_paused
+from syncer.oneshot import before_exit, collection_paused, list_early
 from syncer.redact import redact_text
 from syncer.report import render_json, render_text
 from syncer.sync import DEFAULT_MODE, Mode, Outcome, dry_run, write_back
@@ -311,7 +311,8 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
     source = _live_source(args, _namespace(repo, installation, ns))
-    with collection_paused():  # syncer.oneshot
+    list_early(source, repo, installation, ns)  # syncer.oneshot
+    with collection_paused():
         out = dry_run(repo, installation, source, now, _reproduce(args, installation),
                       config=_config(args, repo, installation))
     out.result = snapshot_note(source, out.result)

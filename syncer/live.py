@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -137,6 +138,8 @@ class KubeSource:
         self.concurrency = concurrency
         self.list_from = LIST_FROM if list_from is None else list_from
         self._read: dict[ObjectRef, dict[str, Any] | None | KubeError] = {}
+        #: LISTs begun by ``expect``, by (apiVersion, kind, namespace)
+        self._early: dict[tuple[str, str, str], Future[dict[str, dict[str, Any]] | Exception]] = {}
         #: (apiVersion, kind, namespace) -> how it is read ("list" or why not)
         self.paths: dict[tuple[str, str, str], str] = {}
 
@@ -162,7 +165,11 @@ class KubeSource:
         for ref in sorted(set(refs)):
             groups.setdefault((ref.api_version, ref.kind, ref.namespace), []).append(ref)
         listable = [(key, members) for key, members in groups.items() if self._may_list(key, members)]
-        answers = dict(zip((key for key, _ in listable), self._lists([members[0] for _, members in listable])))
+        early = {key: self._early[key] for key, _ in listable if key in self._early}
+        self._early.clear()  # begun for groups read otherwise: dropped
+        rest = [(key, members) for key, members in listable if key not in early]
+        answers = dict(zip((key for key, _ in rest), self._lists([members[0] for _, members in rest])))
+        answers.update({key: begun.result() for key, begun in early.items()})
         by_name: list[ObjectRef] = []
         for key, members in groups.items():
             if not self._listed(key, members, answers.get(key)):
@@ -173,6 +180,26 @@ class KubeSource:
                                 thread_name_prefix="kube-get") as pool:
             for ref, found in zip(by_name, pool.map(self._get_or_error, by_name)):
                 self._read[ref] = found
+
+    def expect(self, keys: Iterable[tuple[str, str, str]]) -> None:
+        """Begin, in the background, the LISTs of the (apiVersion, kind, namespace) groups a
+        detection will likely read (a one-shot command begins them while it parses the
+        manifests: ``syncer.oneshot``). ``prefetch`` takes an answer begun here for a group it
+        reads with one LIST, with the same messages and fallbacks, and drops the others."""
+        for key in keys:
+            if key[1] in NEVER_LISTED or key in self._early or self.paths.get(key, "list") != "list":
+                continue
+            begun: Future[dict[str, dict[str, Any]] | Exception] = Future()
+            ref = ObjectRef(*key, "")
+
+            def run(ref: ObjectRef = ref, begun: Future[dict[str, dict[str, Any]] | Exception] = begun) -> None:
+                try:
+                    begun.set_result(self._list(ref))
+                except Exception as exc:  # taken by prefetch as the LIST's answer, like any other
+                    begun.set_result(exc)
+
+            threading.Thread(target=run, name="kube-list-early", daemon=True).start()
+            self._early[key] = begun
 
     def _get_or_error(self, ref: ObjectRef) -> dict[str, Any] | None | KubeError:
         try:
