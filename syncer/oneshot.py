@@ -24,13 +24,17 @@ from syncer.errors import SyncerError
 
 @contextmanager
 def collection_paused() -> Iterator[None]:
-    """No cyclic collection while the block runs (the collector as it was afterwards: a
-    ``--watch`` loop collects between its runs)."""
+    """No cyclic collection while the block runs; afterwards the collector as it was (a
+    ``--watch`` loop collects between its runs). What the block made is handed to the oldest
+    generation (``freeze`` + ``unfreeze``): left young, the first allocation after the block
+    would walk all of it at once (0.2 s at 5,000 objects)."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
+        gc.unfreeze()
         if was:
             gc.enable()
 

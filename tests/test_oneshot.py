@@ -34,7 +34,8 @@ def _installation(repo: Path, configmaps: int, endpoints: int = 3, ns_lines: int
     (base / "syncer.conf").write_text(f"installation: shop\nnamespace: {NS}\ntrack:\n  ConfigMap: writeback\n"
                                       "  Endpoints: stable\n")
     for f in range(0, configmaps, 25):
-        (base / f"apps-{f:04}.yaml").write_text("".join(_configmap(i, ns_line=ns_lines > 0 and (f // 25) % ns_lines == 0)
+        named = ns_lines > 0 and (f // 25) % ns_lines == 0
+        (base / f"apps-{f:04}.yaml").write_text("".join(_configmap(i, ns_line=named)
                                                          for i in range(f, min(f + 25, configmaps))))
     (base / "backends.yaml").write_text("".join(
         f"---\napiVersion: v1\nkind: Endpoints\nmetadata:\n  name: be-{i}\n  namespace: {NS}\nsubsets:\n"
@@ -99,4 +100,7 @@ def test_the_collector_is_paused_only_while_the_command_runs() -> None:
     assert gc.isenabled()
     with collection_paused():
         assert not gc.isenabled()
+        made = [[i] for i in range(10_000)]  # what a command builds
     assert gc.isenabled()
+    # handed to the oldest generation: the next young collection does not walk all of it
+    assert gc.get_count()[0] < 100 and len(made) == 10_000
