@@ -102,5 +102,6 @@ def test_the_collector_is_paused_only_while_the_command_runs() -> None:
         assert not gc.isenabled()
         made = [[i] for i in range(10_000)]  # what a command builds
     assert gc.isenabled()
-    # handed to the oldest generation: the next young collection does not walk all of it
-    assert gc.get_count()[0] < 100 and len(made) == 10_000
+    # handed to the oldest generation: no young collection walks all of it (a real command
+    # holds millions of objects by then)
+    assert any(o is made for o in gc.get_objects(generation=2))
