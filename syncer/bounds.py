@@ -189,5 +189,7 @@ def _within(data: Any, limit: int, max_depth: int) -> bool:
         if count > limit:
             return False
         below = depth + 1
-        stack.extend([(child, below) for child in children if isinstance(child, (dict, list))])
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, below))
     return True
