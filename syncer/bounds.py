@@ -156,6 +156,8 @@ def check_nodes(data: Any, what: str, limit: int = MAX_NODES, max_depth: int = M
     """``InputRejected`` when ``data``, with every alias expanded, holds more than ``limit``
     values, or nests deeper than ``max_depth`` (comparing it would recurse that deep). Stops
     counting at the limit: linear in ``limit`` at worst, no recursion."""
+    if _within(data, limit, max_depth):
+        return
     stack = [(data, 0)]
     count = 0
     while stack:
@@ -167,3 +169,27 @@ def check_nodes(data: Any, what: str, limit: int = MAX_NODES, max_depth: int = M
             if depth >= max_depth:
                 raise InputRejected(f"{what}: nested deeper than {max_depth} levels; not compared", transient=False)
             stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+
+
+def _within(data: Any, limit: int, max_depth: int) -> bool:
+    """True when ``check_nodes`` would accept ``data``: the same count and depth, but only maps
+    and lists go on the stack (a scalar is counted with its parent's children: most of the
+    cost on a live object). False: ``check_nodes`` walks again, node by node, to say which
+    limit was met first, as it always did."""
+    if not isinstance(data, (dict, list)):
+        return True
+    count = 1
+    stack = [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth >= max_depth:
+            return False
+        children = node.values() if isinstance(node, dict) else node
+        count += len(children)
+        if count > limit:
+            return False
+        below = depth + 1
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, below))
+    return True

@@ -184,7 +184,12 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
             from syncer.commands.watching import watching
 
             return watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
-        return COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
+        code = COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
+        if argv is None:  # the process's own command line: it ends next (syncer.oneshot)
+            from syncer.oneshot import before_exit
+
+            before_exit()
+        return code
     except SyncerError as exc:
         message = redact_text(exc.message, secrets)
         stderr.write(f"syncer: error: {message}\n")

@@ -133,6 +133,10 @@ _ITEM_SETS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 SET = ListRule(())
+#: The last key of every path a list rule names (never an index: a list in a list is atomic).
+_LIST_ENDS = frozenset({*(suffix[-1] for suffix, _ in _LIST_RULES),
+                        *(exact[-1] for rules in _KIND_LIST_RULES.values() for exact, _ in rules),
+                        *(g[-1] for sets in _ITEM_SETS.values() for g in sets), *_SCALAR_SETS})
 
 
 def _generic(path: Path) -> tuple[str, ...]:
@@ -141,6 +145,8 @@ def _generic(path: Path) -> tuple[str, ...]:
 
 def list_rule(kind: str, path: Path) -> ListRule | None:
     """How the list at ``path`` of a ``kind`` compares: keyed, a set (``SET``), or None: atomic."""
+    if not path or path[-1] not in _LIST_ENDS:
+        return None  # no rule ends there (most lists; asked for every list compared)
     g = _generic(path)
     for exact, rule in _KIND_LIST_RULES.get(kind, ()):
         if g == exact:
@@ -314,6 +320,8 @@ _UNIONS: tuple[tuple[tuple[str, ...], frozenset[str] | None], ...] = (
 def union_members(path: Path) -> frozenset[str] | None:
     """The member keys of the union the map at ``path`` is (None: it is none); every key but
     ``name`` for a volume."""
+    if not path or not (isinstance(path[-1], int) or path[-1] in _UNION_ENDS):
+        return None  # no union ends there (asked for every map compared)
     g = _generic(path)
     for suffix, members in _UNIONS:
         if g[-len(suffix):] == suffix:
@@ -322,6 +330,8 @@ def union_members(path: Path) -> frozenset[str] | None:
 
 
 _ALL_BUT_NAME = frozenset({"*"})
+#: The last key of every union's path (``*``: a list index).
+_UNION_ENDS = frozenset(suffix[-1] for suffix, _ in _UNIONS)
 
 
 def is_union_member(members: frozenset[str], key: str) -> bool:

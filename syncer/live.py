@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -138,6 +140,8 @@ LIST_FROM = 8
 CONCURRENCY = 8
 #: Objects per LIST page.
 PAGE = 500
+#: ObjectRef's order (its fields in turn), as a key: sorting thousands of refs by it is twice as fast.
+_ORDER = attrgetter("api_version", "kind", "namespace", "name")
 #: Kinds never listed: a LIST would read every Secret of the namespace, not only the declared.
 NEVER_LISTED = frozenset({"Secret"})
 
@@ -157,6 +161,8 @@ class KubeSource(LiveSource):
         self.concurrency = concurrency
         self.list_from = LIST_FROM if list_from is None else list_from
         self._read: dict[ObjectRef, dict[str, Any] | None | KubeError] = {}
+        #: LISTs begun by ``expect``, by (apiVersion, kind, namespace)
+        self._early: dict[tuple[str, str, str], Future[dict[str, dict[str, Any]] | Exception]] = {}
         #: (apiVersion, kind, namespace) -> how it is read ("list" or why not)
         self.paths: dict[tuple[str, str, str], str] = {}
 
@@ -175,13 +181,21 @@ class KubeSource(LiveSource):
         return self.kube.call("GET", served.object_path(self.kube, ref), what=f"get {ref}")
 
     def prefetch(self, refs: Iterable[ObjectRef]) -> None:
-        """Read ``refs`` now, as few requests as RBAC allows; ``get`` then answers from memory."""
+        """Read ``refs`` now, as few requests as RBAC allows; ``get`` then answers from memory.
+        The LISTs of several kinds go at once (the API server answers one while syncer reads
+        another's pages); what each found is then taken in order, as when they went one by one."""
         groups: dict[tuple[str, str, str], list[ObjectRef]] = {}
-        for ref in sorted(set(refs)):
+        for ref in sorted(set(refs), key=_ORDER):  # ObjectRef's own order, compared in C
             groups.setdefault((ref.api_version, ref.kind, ref.namespace), []).append(ref)
+        listable = [(key, members) for key, members in groups.items() if self._may_list(key, members)]
+        early = {key: self._early[key] for key, _ in listable if key in self._early}
+        self._early.clear()  # begun for groups read otherwise: dropped
+        rest = [(key, members) for key, members in listable if key not in early]
+        answers = dict(zip((key for key, _ in rest), self._lists([members[0] for _, members in rest])))
+        answers.update({key: begun.result() for key, begun in early.items()})
         by_name: list[ObjectRef] = []
         for key, members in groups.items():
-            if not self._listed(key, members):
+            if not self._listed(key, members, answers.get(key)):
                 by_name.extend(members)
         if not by_name:
             return
@@ -190,23 +204,63 @@ class KubeSource(LiveSource):
             for ref, found in zip(by_name, pool.map(self._get_or_error, by_name)):
                 self._read[ref] = found
 
+    def expect(self, keys: Iterable[tuple[str, str, str]]) -> None:
+        """Begin, in the background, the LISTs of the (apiVersion, kind, namespace) groups a
+        detection will likely read (a one-shot command begins them while it parses the
+        manifests: ``syncer.oneshot``). ``prefetch`` takes an answer begun here for a group it
+        reads with one LIST, with the same messages and fallbacks, and drops the others."""
+        for key in keys:
+            if key[1] in NEVER_LISTED or key in self._early or self.paths.get(key, "list") != "list":
+                continue
+            begun: Future[dict[str, dict[str, Any]] | Exception] = Future()
+            ref = ObjectRef(*key, "")
+
+            def run(ref: ObjectRef = ref, begun: Future[dict[str, dict[str, Any]] | Exception] = begun) -> None:
+                try:
+                    begun.set_result(self._list(ref))
+                except Exception as exc:  # taken by prefetch as the LIST's answer, like any other
+                    begun.set_result(exc)
+
+            threading.Thread(target=run, name="kube-list-early", daemon=True).start()
+            self._early[key] = begun
+
     def _get_or_error(self, ref: ObjectRef) -> dict[str, Any] | None | KubeError:
         try:
             return self._get(ref)
         except KubeError as exc:
             return exc
 
-    def _listed(self, key: tuple[str, str, str], members: list[ObjectRef]) -> bool:
-        """Read ``members`` with one (paged) LIST; False when they must be read by name."""
+    def _may_list(self, key: tuple[str, str, str], members: list[ObjectRef]) -> bool:
+        return key[1] not in NEVER_LISTED and len(members) >= self.list_from and self.paths.get(key, "list") == "list"
+
+    def _lists(self, firsts: list[ObjectRef]) -> list[dict[str, dict[str, Any]] | Exception]:
+        """``_list`` of each ref's kind and namespace, at once; an exception is its answer."""
+        def one(ref: ObjectRef) -> dict[str, dict[str, Any]] | Exception:
+            try:
+                return self._list(ref)
+            except Exception as exc:  # taken in order by _listed: raised or handled as before
+                return exc
+
+        if len(firsts) <= 1:
+            return [one(ref) for ref in firsts]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(firsts)), thread_name_prefix="kube-list") as pool:
+            return list(pool.map(one, firsts))
+
+    def _listed(self, key: tuple[str, str, str], members: list[ObjectRef],
+                answer: dict[str, dict[str, Any]] | Exception | None) -> bool:
+        """Take ``members`` from their kind's paged LIST, ``answer`` (None: not listed); False
+        when they must be read by name."""
         api_version, kind, namespace = key
         where = f"{kind} in {namespace or 'the cluster'}"
         if kind in NEVER_LISTED or len(members) < self.list_from:
             self._say(key, "get", f"live reads: {len(members)} {where} by name (GET, {self.concurrency} at a time)")
             return False
-        if self.paths.get(key, "list") != "list":
+        if self.paths.get(key, "list") != "list" or answer is None:
             return False
         try:
-            items = self._list(members[0])
+            if isinstance(answer, Exception):
+                raise answer
+            items = answer
         except (Refused, TooLarge, Gone) as exc:
             self._say(key, "get", f"live reads: cannot list {where} ({exc.message}); reading {len(members)} "
                                   f"by name (GET, {self.concurrency} at a time)")

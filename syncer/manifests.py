@@ -332,12 +332,19 @@ class _GoResolver(_Resolver):
         return (1, 1)
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        plain = kind is ScalarNode and implicit[0] and not self.yaml_path_resolvers
+        if plain:  # a plain scalar's tag depends on its text alone: each text resolved once per file
+            known = self.__dict__.setdefault("_plain_tags", {}).get(value)
+            if known is not None:
+                return known
         tag = super().resolve(kind, value, implicit)
         if (kind is ScalarNode and implicit[0] and value[:1] in _NUMBER_START and tag is not _TAGS["timestamp"]
                 and value not in goyaml.SPECIAL_FLOATS):
             # Numbers as Go reads them: 0o644 and +.5e3 are numbers, ._5 is not (see syncer.goyaml).
             number = goyaml.number(value)
-            return _TAGS["str"] if number is None else _TAGS["int" if isinstance(number, int) else "float"]
+            tag = _TAGS["str"] if number is None else _TAGS["int" if isinstance(number, int) else "float"]
+        if plain:
+            self.__dict__["_plain_tags"][value] = tag
         return tag
 
 

@@ -21,7 +21,7 @@ from syncer.errors import ConfigError
 from syncer.manifests import GitObject, parse_documents, templated
 from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.normalize import MISSING, get_path
-from syncer.yamledit import Doc, YamlEditError, YamlFile
+from syncer.yamledit import Doc, YamlEditError, YamlFile, split
 
 
 @dataclass(frozen=True)
@@ -213,13 +213,37 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Pl
     new = doc.render()
     # Verification: read the new text as kubectl will, and demand exactly git plus the
     # accepted live values -- nothing else may have changed anywhere in the file.
-    got = parse_documents(new, file)
+    got = _read_back(new, file, doc.pieces(), want, {obj.doc for _, obj, _ in steps})
     where = _first_difference(want, got) if len(got) == len(want) else ()
     if where is not None:
         at = f"document {int(where[0]) + 1} {format_path(where[1:]) or '<root>'}" if where else "document count"
         raise ConfigError(f"verification failed: the edited file would not read back as git plus the accepted "
                           f"live values (at {at})")
     return new, tuple(comments)
+
+
+def _read_back(new: str, file: str, pieces: list[Doc | str], want: list[Any], touched: set[int]) -> list[Any]:
+    """The documents of ``new`` as ``parse_documents`` reads them, parsing again only the
+    ``touched`` ones: when the ``---``/``...`` markers of ``new`` cut it into exactly the
+    documents the editor holds, each untouched one is the very text read before (its data
+    is in ``want`` unchanged: documents of a stream without directives are read each on its
+    own) and each touched one must read alone as one document. Anything else (a marker the
+    edit made or removed, a piece that is not one document, an error): the whole text is
+    read, as it always was."""
+    texts = [p if isinstance(p, str) else p.text for p in pieces]
+    if len(texts) == len(want) and split(new, len(texts)) == texts:
+        got = list(want)
+        try:
+            for i in sorted(touched):
+                one = parse_documents(texts[i], file) if 0 <= i < len(texts) else []
+                if len(one) != 1:
+                    break
+                got[i] = one[0]
+            else:
+                return got
+        except ConfigError:
+            pass
+    return parse_documents(new, file)
 
 
 def _edit_lines(old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:

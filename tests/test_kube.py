@@ -205,6 +205,39 @@ def test_live_reads_one_paged_list_per_kind_and_namespace(fake_kube: FakeKubeAPI
     assert [r.getMessage() for r in caplog.records] == ["live reads: one LIST for 21 ConfigMap in ai"]
 
 
+class _ListsTogether:
+    """The real client, but the first page of a LIST waits until ``n`` LISTs have begun: LISTs
+    sent one after the other never get past the first (the barrier breaks)."""
+
+    def __init__(self, inner: Any, n: int) -> None:
+        self.inner = inner
+        self.barrier = threading.Barrier(n, timeout=20)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def call(self, method: str, path: str, **kw: Any) -> Any:
+        query = dict(kw.get("query", ()))
+        if "limit" in query and "continue" not in query:
+            self.barrier.wait()
+        return self.inner.call(method, path, **kw)
+
+
+def test_the_lists_of_several_kinds_go_at_once_and_read_as_one_by_one(fake_kube: FakeKubeAPI, tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    refs = _many(fake_kube, 10)
+    for i in range(9):
+        fake_kube.put({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": f"ep-{i}", "namespace": "ai"},
+                       "subsets": [{"addresses": [{"ip": f"10.0.0.{i}"}]}]})
+        refs.append(ObjectRef("v1", "Endpoints", "ai", f"ep-{i}"))
+    source = KubeSource(_ListsTogether(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents), 2))
+    with caplog.at_level(logging.DEBUG, logger="syncer.live"):
+        source.prefetch(refs)
+    assert [source.get(r)["metadata"]["name"] for r in refs] == [r.name for r in refs]  # type: ignore[index]
+    assert [r.getMessage() for r in caplog.records if r.name == "syncer.live"] == [
+        "live reads: one LIST for 10 ConfigMap in ai", "live reads: one LIST for 9 Endpoints in ai"]
+
+
 def test_a_role_that_cannot_list_falls_back_to_gets_by_name_once(fake_kube: FakeKubeAPI, tmp_path: Path,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     refs = _many(fake_kube, 12)

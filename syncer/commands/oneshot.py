@@ -16,6 +16,7 @@ from syncer.errors import SyncerError
 from syncer.gitrepo import origin_url
 from syncer.live import snapshot_note
 from syncer.manifests import default_installation, host_dir
+from syncer.oneshot import collection_paused, list_early
 from syncer.report import render_json, render_text
 from syncer.sync import Mode, Outcome, deliver, dry_run
 
@@ -52,7 +53,10 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
     source = clients.live_source(args, _namespace(repo, installation, ns))
-    out = dry_run(repo, installation, source, now, reproduce(args, installation), config=_config(args, repo, installation))
+    list_early(source, repo, installation, ns)  # syncer.oneshot
+    with collection_paused():
+        out = dry_run(repo, installation, source, now, reproduce(args, installation),
+                      config=_config(args, repo, installation))
     out.result = snapshot_note(source, out.result)
     if args.output == "json":
         stdout.write(render_json(out.result))

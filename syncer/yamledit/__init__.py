@@ -43,9 +43,9 @@ exported here.
 from syncer.yamledit._file import YamlEditError, YamlFile
 from syncer.yamledit._node import Node
 from syncer.yamledit._scalar import block_body, double_quoted, plain_ok, same
-from syncer.yamledit._tree import Doc, load, mapping_key
+from syncer.yamledit._tree import Doc, load, mapping_key, split
 
 __all__ = [
     "Doc", "Node", "YamlEditError", "YamlFile", "block_body", "double_quoted", "load", "mapping_key",
-    "plain_ok", "same",
+    "plain_ok", "same", "split",
 ]

@@ -1,0 +1,107 @@
+"""``syncer diff`` of two source trees and ``kubectl diff -f``, interleaved, on the REAL kube-apiserver.
+
+The code before and after a change, measured in the same rounds as the baseline: one real
+kube-apiserver (tests/realapi), the installations of ``bench.kubediff`` (ConfigMaps and Endpoints,
+25 objects per file, created with ``kubectl apply -f``, 20 ConfigMaps edited live), then per round
+the installed ``syncer`` console script once per tree (``PYTHONPATH`` at it) and ``kubectl diff -f``
+once. A tree is a checkout or ``git archive <rev> | tar -x -C DIR``. Wall clock, CPU of the process
+(``getrusage``), the 1-minute load at each round, and the sha256 of each tree's JSON output (the
+trees must print the same bytes).
+
+    python -m bench.oneshotab --sizes 1250,5000 --rounds 5 BEFORE_TREE AFTER_TREE
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.common import syncer_cmd
+from bench.kubediff import EDITED, KUBECTL, _env, _run, start_cluster, write_installation
+
+
+def _prepare(cluster: Any, workdir: Path, n: int) -> tuple[Path, Path]:
+    ns = cluster.create_namespace("ab")
+    repo = workdir / f"repo-{n}"
+    _files, cms, _eps = write_installation(repo, "scale", ns, n)
+    kubeconfig = cluster.kubeconfig(workdir / f"kubeconfig-{n}", namespace=ns)
+    env = _env(workdir)
+    _run([KUBECTL, "--kubeconfig", str(kubeconfig), "apply", "-f", str(repo / "hosts" / "scale")], env)
+    for i in range(0, cms, max(1, cms // EDITED))[:EDITED]:
+        _run([KUBECTL, "--kubeconfig", str(kubeconfig), "-n", ns, "patch", "configmap", f"app-{i:05}", "--type",
+              "merge", "-p", '{"data": {"LOG_LEVEL": "debug"}}', "--field-manager", "kubectl-edit"], env)
+    return repo, kubeconfig
+
+
+def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, env=env, timeout=1800, check=False)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(cmd[:3])}... exited {out.returncode}: {out.stderr[-800:]!r}")
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, out.stdout
+
+
+def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: dict[str, str]) -> list[str]:
+    syncer = syncer_cmd("diff", "scale", "--repo", str(repo), "--kubeconfig", str(kubeconfig), "-o", "json")
+    kubectl = [KUBECTL, "--kubeconfig", str(kubeconfig), "diff", "-f", str(repo / "hosts" / "scale")]
+    runs: dict[str, tuple[list[float], list[float], set[str]]] = {str(t): ([], [], set()) for t in trees}
+    runs["kubectl diff -f"] = ([], [], set())
+    loads = []
+    for r in range(rounds + 1):  # round 0: untimed warm-up (bytecode written, caches warm)
+        loads.append(os.getloadavg()[0])
+        for tree in trees:
+            wall, cpu, out = _timed(syncer, {**env, "PYTHONPATH": str(tree)})
+            if r:
+                runs[str(tree)][0].append(wall)
+                runs[str(tree)][1].append(cpu)
+                runs[str(tree)][2].add(hashlib.sha256(out).hexdigest()[:12])
+        wall, cpu, _ = _timed(kubectl, env)
+        if r:
+            runs["kubectl diff -f"][0].append(wall)
+            runs["kubectl diff -f"][1].append(cpu)
+    k_walls = runs["kubectl diff -f"][0]
+    lines = []
+    for name, (walls, cpus, shas) in runs.items():
+        per_round = statistics.median(k / w for k, w in zip(k_walls, walls))
+        lines.append(f"{name}: wall {statistics.median(walls):.2f} [{min(walls):.2f}-{max(walls):.2f}] s, CPU "
+                     f"{statistics.median(cpus):.2f} s; kubectl diff / this: {statistics.median(k_walls) / statistics.median(walls):.1f}x "
+                     f"(ratio of medians), {per_round:.1f}x (per round); output {', '.join(sorted(shas)) or '-'}")
+    lines.append("load (1 min) at each round: " + " ".join(f"{x:.1f}" for x in loads))
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.oneshotab")
+    ap.add_argument("--sizes", default="1250,5000")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("trees", nargs="+", type=Path)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="syncer-oneshotab-") as tmp:
+        workdir = Path(tmp)
+        cluster = start_cluster(workdir)
+        try:
+            env = {k: v for k, v in _env(workdir).items() if k != "PYTHONPATH"}
+            for n in (int(s) for s in args.sizes.split(",") if s):
+                repo, kubeconfig = _prepare(cluster, workdir, n)
+                for line in measure(repo, kubeconfig, [t.resolve() for t in args.trees], args.rounds, env):
+                    print(f"{n:,} objects: {line}", flush=True)
+        finally:
+            cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
