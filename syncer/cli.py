@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer import __version__, logs
+from syncer.cache import Caches
 from syncer.clihelp import DESCRIPTIONS, Help
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
@@ -310,7 +311,8 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
     source = _live_source(args, _namespace(repo, installation, ns))
-    out = dry_run(repo, installation, source, now, _reproduce(args, installation), config=_config(args, repo, installation))
+    out = dry_run(repo, installation, source, now, _reproduce(args, installation), config=_config(args, repo, installation),
+                  caches=Caches())
     out.result = snapshot_note(source, out.result)
     if args.output == "json":
         stdout.write(render_json(out.result))
@@ -338,7 +340,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
     if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
         out = write_back(mode, repo, installation, source, now, _reproduce(args, installation),
-                         config=_config(args, repo, installation))
+                         config=_config(args, repo, installation), caches=Caches())
         out.result = snapshot_note(source, out.result)
         _print_outcome(out, args, stdout)
         return _sync_exit(out, args)
@@ -356,7 +358,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: Any) -> int:
             source = _live_source(args, _namespace(ws.path, installation, args.namespace))
         reproduce = _reproduce(args, installation)
         config = _config(args, ws.path, installation)
-        out = write_back(mode, ws, installation, source, now, reproduce, forge, config=config)
+        out = write_back(mode, ws, installation, source, now, reproduce, forge, config=config, caches=Caches())
     _print_outcome(out, args, stdout)
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):

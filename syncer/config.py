@@ -36,6 +36,7 @@ from syncer.repofile import excerpt, read_inside
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
 from syncer.ownership import DEFAULT_APPLIERS
+from syncer.yamlread import malformed
 
 #: The config's name inside ``hosts/<installation>/``: an extension no applier reads.
 CONFIG_NAME = "syncer.conf"
@@ -215,9 +216,7 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
         except YAMLError:
             raw = YAML(typ="safe", pure=True).load(text)  # its wording and position for the error
     except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}{at}: malformed YAML: {getattr(exc, 'problem', exc)}") from exc
+        raise malformed(exc, source) from exc  # as a manifest's error says it (line and column)
     if raw is None:
         raw = {}
     _expect(raw, dict, source, "a mapping")

@@ -20,7 +20,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from syncer.errors import ClusterError, ConfigError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
-from syncer.manifests import object_ref, parse_documents
+from syncer.manifests import object_ref
+from syncer.yamlread import parse_documents
 from syncer.model import ObjectRef, Result
 from syncer.normalize import LAST_APPLIED
 

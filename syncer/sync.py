@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from syncer import endpoints
 from syncer import untracked
+from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode, load_config
 from syncer.engine import BaseStore, detect
 from syncer.errors import GitError, SyncerError
@@ -57,14 +58,16 @@ class Loaded:
     manifests: Manifests
 
 
-def load_installation(repo: Path, installation: str, config: Config | None = None) -> Loaded:
-    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf."""
+def load_installation(repo: Path, installation: str, config: Config | None = None, *,
+                      caches: Caches | None = None) -> Loaded:
+    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf;
+    ``caches``: what the installation's earlier loads remember (None: nothing)."""
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation)
-    manifests = load_source(repo, installation, config.namespace)
+    manifests = load_source(repo, installation, config.namespace, caches=caches)
     # bindings without a namespace go where git declares what they bind (not where -n points)
-    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects)), manifests)
+    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests)
 
 
 def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
@@ -104,21 +107,23 @@ SinceArg = Mapping[ObjectRef, datetime] | None
 
 def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
             mode: Mode, config: ConfigArg = None, observed_since: SinceArg = None,
-            ws: Workspace | None = None) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
+            ws: Workspace | None = None, caches: Caches | None = None,
+            ) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
     """Detect and plan; in syncer's own clone ``ws``, git's history may fetch the old versions
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
-    loaded = load_installation(repo, installation, config)
-    history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced) if ws is not None
-               else GitHistory(repo, installation))
+    caches = caches if caches is not None else Caches()
+    loaded = load_installation(repo, installation, config, caches=caches)
+    history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
+               else GitHistory(repo, installation, caches=caches))
     result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                     history=history)
-    result = with_untracked(loaded, result, source)
-    result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded)
+    result = with_untracked(loaded, result, source, caches)
+    result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
 
 
-def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result:
+def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: Caches | None = None) -> Result:
     """``result`` with the live objects git does not declare (``untracked:`` in the config);
     a kind the account may not list is one warning naming the grant, the rest goes on."""
     config = loaded.config
@@ -127,7 +132,7 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
     if not isinstance(source, Lister):
         return replace(result, errors=result.errors + (FileError(
             config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
-    lister = untracked.WarnOnRefusal(source, config.source)
+    lister = untracked.WarnOnRefusal(source, config.source, caches if caches is not None else Caches())
     found = untracked.find(config, loaded.manifests.objects, lister)
     if loaded.manifests.source_map is not None:  # kustomize renders only what its resources list
         found = [replace(d, action=Action.REPORT, file="",
@@ -138,14 +143,14 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
 
 
 def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
-          loaded: Loaded) -> tuple[Result, list[Drift], list[FileChange]]:
+          loaded: Loaded, caches: Caches) -> tuple[Result, list[Drift], list[FileChange]]:
     """Plan the file edits; a file that cannot be written exactly is left out with one line in
     ``result.errors``, and its drifts are not claimed by the commit or PR. Untracked objects
     to propose become new files."""
     aborted: list[FileError] = []
     new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
     drifts = [d for d in drifts if d.cls is not DriftClass.UNTRACKED]
-    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted)
+    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted, caches=caches)
     if changes and loaded.manifests.source_map is not None:
         changes = verified(repo, changes, drifts, loaded.manifests.source_map, aborted)
     for drift, change in untracked.new_files(repo, installation, new, aborted):
@@ -160,11 +165,11 @@ def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
             store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None,
-            ws: Workspace | None = None) -> Outcome:
+            ws: Workspace | None = None, caches: Caches | None = None) -> Outcome:
     """What ``sync`` would do, computed on ``repo`` as it is (syncer's clone ``ws``, or a
     person's checkout); writes nothing."""
     loaded, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
-                                              observed_since, ws)
+                                              observed_since, ws, caches)
     out = Outcome(result, drifts, changes, loaded=loaded)
     if drifts:
         out.title, out.body, out.labels = (pr_title(installation, drifts),
@@ -175,13 +180,14 @@ def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, re
 
 def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datetime,
                 store: BaseStore | None = None, *, config: ConfigArg = None,
-                observed_since: SinceArg = None) -> Outcome:
+                observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
     """Commit accepted drifts straight to the base branch, fast-forward only."""
+    caches = caches if caches is not None else Caches()
     notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
     for _attempt in range(MAX_PUSH_ATTEMPTS):
         ws.sync_to_base()
         loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
-                                                  observed_since, ws)
+                                                  observed_since, ws, caches)
         out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
         held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
         if held:
@@ -218,7 +224,8 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
     """
     from syncer.diff import compare
     from syncer.endpoints import address_root, all_addresses, is_address_path, is_family, ready_addresses
-    from syncer.manifests import object_ref, parse_documents
+    from syncer.manifests import object_ref
+    from syncer.yamlread import parse_documents
     from syncer.normalize import normalize
     from syncer.values import describe_change
 
@@ -269,14 +276,15 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
 
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
             forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
-            observed_since: SinceArg = None) -> Outcome:
+            observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
     """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
+    caches = caches if caches is not None else Caches()
     from syncer.pullrequest import Proposal, reconcile_pull_request
 
     branch = f"syncer/{installation}"
     base_sha = ws.sync_to_base()
     loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
-                                              observed_since, ws)
+                                              observed_since, ws, caches)
     remote = ws.fetch_branch(branch)
     # With a state record, syncer's own commits are the ones it recorded pushing (an author
     # email anyone can write proves nothing); a record that never held one falls back to the
@@ -288,7 +296,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         if kept:
             order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
             drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
-            result, drifts, changes = _plan(ws.path, installation, result, drifts, loaded)
+            result, drifts, changes = _plan(ws.path, installation, result, drifts, loaded, caches)
     out = Outcome(result, drifts, changes, loaded=loaded, messages=refused)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
@@ -332,9 +340,10 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
 
 def write_back(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
-               config: ConfigArg = None, observed_since: SinceArg = None) -> Outcome:
+               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
-    or ``dry-run`` (``dry_run``: what they would do, nothing written).
+    or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
+    installation remembers between passes (the sidecar's, kept across them; None: nothing).
 
     ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
     taken as it is; a dry run in a clone first resets it to the remote base branch.
@@ -345,10 +354,11 @@ def write_back(mode: Mode, where: Workspace | Path, installation: str, source: L
             ws.sync_to_base()
         checkout = where.path if isinstance(where, Workspace) else where
         return dry_run(checkout, installation, source, now, reproduce, store, config=config,
-                       observed_since=observed_since, ws=ws)
+                       observed_since=observed_since, ws=ws, caches=caches)
     if not isinstance(where, Workspace):
         raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
     if mode is Mode.COMMIT:
-        return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since)
+        return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since,
+                           caches=caches)
     return sync_pr(where, installation, source, now, reproduce, forge, store, config=config,
-                   observed_since=observed_since)
+                   observed_since=observed_since, caches=caches)

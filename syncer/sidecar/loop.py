@@ -37,13 +37,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from syncer.alerts import Outage, Tracker, send, with_pr
+from syncer.cache import Caches, by_identity
 from syncer.classify import parse_time, provenance
 from syncer.config import Config
 from syncer.endpoints import address_root
 from syncer.errors import ClusterError, ConfigError
 from syncer.gitrepo import Workspace
 from syncer.logs import event
-from syncer.memo import IdentityMemo
 from syncer.model import ObjectRef, Track
 from syncer.sidecar.decisions import log_decisions
 from syncer.sidecar.livecache import LiveCache
@@ -87,9 +87,15 @@ class LoopSettings:
         return Timing(self.debounce, self.debounce_max, self.resync, self.retry_base, self.retry_cap)
 
 
-def tracked_refs(loaded: Loaded) -> set[ObjectRef]:
-    """What to watch: every declared object not ignored, plus the candidate lists' ConfigMaps."""
-    return set(_TRACKED.get((loaded.manifests, loaded.config), "tracked", lambda: frozenset(_tracked(loaded))))
+def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> set[ObjectRef]:
+    """What to watch: every declared object not ignored, plus the candidate lists' ConfigMaps.
+    Remembered in ``caches.tracked`` while the manifests and config stay the same objects (no
+    file changed: syncer/manifests.py); None: computed each time."""
+    if caches is None:
+        return _tracked(loaded)
+    refs: frozenset[ObjectRef] = by_identity(caches.tracked, (loaded.manifests, loaded.config), "tracked",
+                                             lambda: frozenset(_tracked(loaded)))
+    return set(refs)
 
 
 def _tracked(loaded: Loaded) -> set[ObjectRef]:
@@ -98,26 +104,24 @@ def _tracked(loaded: Loaded) -> set[ObjectRef]:
     return refs
 
 
-#: The manifests and config stay the same objects while no file changed (syncer/manifests.py).
-_TRACKED: IdentityMemo[frozenset[ObjectRef]] = IdentityMemo(size=4)
-
-
 class Loop:
     def __init__(self, settings: LoopSettings, ws: Workspace, cache: LiveCache, *, metrics: Metrics, health: Health,
                  forge: "Forge | None" = None, store: "ConfigMapStore | None" = None,
                  notifier: "Notifier | None" = None, is_leader: Callable[[], bool] = lambda: True,
                  config: Callable[[], Config | None] = lambda: None,
                  on_refs: Callable[[set[ObjectRef]], None] = lambda _: None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, caches: Caches | None = None) -> None:
         """``config`` gives the ``--config`` override (None: the repository's syncer.yaml);
-        ``on_refs`` receives the objects to watch after each pass."""
+        ``on_refs`` receives the objects to watch after each pass; ``caches``: what the
+        installation remembers across passes (None: a new one, kept by this loop)."""
+        self.caches = caches if caches is not None else Caches()
         self.settings, self.ws, self.cache = settings, ws, cache
         self.metrics, self.health = metrics, health
         self.store, self.notifier = store, notifier
         self.is_leader, self.config, self.on_refs, self.clock = is_leader, config, on_refs, clock
         self.schedule = Schedule(settings.timing, clock())
         self.runner = PassRunner(settings, ws, cache, metrics=metrics, health=health, forge=forge, store=store,
-                                 config=config)
+                                 config=config, caches=self.caches)
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
@@ -207,7 +211,7 @@ class Loop:
         loaded = out.loaded  # as detection loaded it, unless the pass wrote files
         if loaded is None:
             try:
-                loaded = load_installation(self.ws.path, self.settings.installation, self.config())
+                loaded = load_installation(self.ws.path, self.settings.installation, self.config(), caches=self.caches)
             except ConfigError as exc:
                 event(log, logging.ERROR, "cannot load the installation after the pass", error=exc.message)
                 return
@@ -223,7 +227,7 @@ class Loop:
                 # What was just committed now agrees with the cluster: re-check at once so the
                 # record (the base for the next change) does not wait for the next resync.
                 self.schedule.again("recheck")
-        self.on_refs(tracked_refs(loaded))
+        self.on_refs(tracked_refs(loaded, self.caches))
 
     def _log_outcome(self, report: PassReport, out: Outcome) -> None:
         result = out.result
@@ -264,7 +268,7 @@ class Loop:
 
     def _record_agreement(self, out: Outcome, loaded: Loaded) -> None:
         assert self.store is not None
-        objects = agreed(out.result, loaded.manifests)
+        objects = agreed(out.result, loaded.manifests, self.caches)
         try:
             if self.store.record(objects, keep=loaded.manifests.objects):
                 event(log, logging.INFO, "recorded agreed state", ref=self.store.describe(), objects=len(objects))

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from syncer.alerts import Outage
+from syncer.cache import Caches
 from syncer.config import Config
 from syncer.errors import ForgeError, GitError, SyncerError
 from syncer.gitrepo import Workspace
@@ -59,8 +60,10 @@ def stage_of(exc: BaseException) -> str:
 class PassRunner:
     def __init__(self, settings: "LoopSettings", ws: Workspace, cache: LiveCache, *, metrics: Metrics,
                  health: Health, forge: "Forge | None" = None, store: "ConfigMapStore | None" = None,
-                 config: Callable[[], Config | None] = lambda: None) -> None:
+                 config: Callable[[], Config | None] = lambda: None, caches: Caches | None = None) -> None:
+        """``caches``: what the installation remembers across passes (None: a new one, kept here)."""
         self.settings, self.ws, self.cache = settings, ws, cache
+        self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
 
@@ -91,7 +94,7 @@ class PassRunner:
         mode = s.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
             out = write_back(mode, self.ws, s.installation, self.cache, now, s.reproduce, self.forge, self.store,
-                             config=config, observed_since=self.cache.observed_since())
+                             config=config, observed_since=self.cache.observed_since(), caches=self.caches)
         except GitError:
             raise
         except SyncerError:
