@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from syncer.config import Config
     from syncer.history import Version
     from syncer.kustomize import Render
     from syncer.manifests import FileParse, Index
@@ -232,6 +233,8 @@ class Caches:
         default_factory=lambda: Lru(1024, max_bytes=1 << 20, size_of=small_size))
     #: untracked: the (kind, namespace) lists refused and logged already (said once).
     refusals_said: Lru[tuple[str, str], bool] = field(default_factory=lambda: Lru(4096))
+    #: config: the parsed config by (text, file, installation, namespace): the same text, the same Config.
+    configs: Lru[tuple[str, str, str, str | None], Config] = field(default_factory=lambda: Lru(8))
 
     def counters(self) -> dict[str, tuple[int, int, int]]:
         """name -> (hits, misses, entries) of every map."""
