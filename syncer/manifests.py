@@ -187,7 +187,7 @@ def _file_objects(path: Path, display: str, repo: Path, default_namespace: str) 
     return [Skipped(display, f"{display}: {why}")] if why else out
 
 
-def _documents_objects(display: str, text: str, docs: list[Any], default_namespace: str) -> list[GitObject | FileError]:
+def _documents_objects(display: str, text: str, docs: list[object], default_namespace: str) -> list[GitObject | FileError]:
     out: list[GitObject | FileError] = []
     marked = templated(text)
     for i, doc in enumerate(docs):
@@ -197,7 +197,7 @@ def _documents_objects(display: str, text: str, docs: list[Any], default_namespa
         if not isinstance(doc, dict):
             out.append(FileError(display, f"{where}: not a mapping"))
             continue
-        entries: list[tuple[ObjPath, Any]]
+        entries: list[tuple[ObjPath, object]]
         if isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
             entries = [(("items", j), item) for j, item in enumerate(doc["items"])]
         else:
