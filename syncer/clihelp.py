@@ -3,7 +3,7 @@
 argparse's ``ArgumentDefaultsHelpFormatter`` would print ``(default: None)`` for every unset
 flag; ``Help`` shows a default only when there is one, before the ``[env SYNCER_...]`` twin,
 and asks ``syncer run``'s settings for the defaults its flags leave unset (those are filled in
-from the sidecar's own settings after parsing, see ``cli._sidecar_defaults``: one source of
+from the sidecar's own settings after parsing, see ``commands.run.sidecar_defaults``: one source of
 truth, loaded only when help is printed).
 """
 
@@ -34,9 +34,9 @@ def _run_default(dest: str) -> Callable[[], str | None]:
     def default() -> str | None:
         args = argparse.Namespace(**{d: None for d in ("debounce", "resync", "lease_duration", "shutdown_grace",
                                                       "listen", "state_configmap")})
-        from syncer.cli import _sidecar_defaults
+        from syncer.commands.run import sidecar_defaults
 
-        _sidecar_defaults(args)
+        sidecar_defaults(args)
         value = getattr(args, dest)
         return f"{value}s" if dest in ("debounce", "resync", "lease_duration", "shutdown_grace") else value
     return default

@@ -2,7 +2,7 @@
 
 A reconciler (asgard's endpoint manager) points a Service at whichever candidate host
 answers, by writing either its ``v1 Endpoints`` or its ``discovery.k8s.io`` EndpointSlices
-(labelled ``kubernetes.io/service-name=<service>``). ``candidates[].endpoints`` in syncer.yaml
+(labelled ``kubernetes.io/service-name=<service>``). ``candidates[].endpoints`` in syncer.conf
 names the Service; the binding covers the Endpoints of that name and every slice labelled
 with it. The class of a difference comes from the *ready* addresses:
 

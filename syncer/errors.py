@@ -1,11 +1,32 @@
-"""syncer's own error tree, translated at the boundaries with ``raise ... from``.
+"""syncer's error tree, the one drawing of it (``tests/test_errors_tree.py`` keeps it complete):
+errors are translated at the boundaries with ``raise ... from``.
 
     SyncerError
-     ├── ConfigError      bad syncer.yaml, bad manifests, bad flags       (permanent)
-     ├── ClusterError     the Kubernetes API or a snapshot file failed
-     ├── GitError         clone / commit / push failed
-     └── ForgeError       a forge (GitHub, Gitea, GitLab) API call failed
-          └── PullRequestExists   "already open": the lifecycle adopts that one
+     ├── ConfigError               bad syncer.conf, bad manifests, bad flags        (permanent)
+     │    ├── YamlEditError        (yamledit) malformed YAML, a missing path, an edit not surgical
+     │    └── StartupError         (sidecar.app) the sidecar cannot run as configured
+     ├── ClusterError              the Kubernetes API or a snapshot file failed
+     │    ├── InputRejected        (bounds) a live or state input over a size/depth limit
+     │    └── KubeError            (kube) a request to the API server failed
+     │         ├── ClusterUnreachable  no complete answer: refused, reset, timed out, TLS failure
+     │         │    └── TooLarge       the answer grew past ``max_body`` bytes
+     │         ├── Unparsable          the answer is over the nesting limit
+     │         └── ApiError            the server answered with a non-2xx status (``.status``)
+     │              ├── Refused        401 / 403
+     │              ├── Conflict       409
+     │              └── Gone           410: the resourceVersion left the server's history
+     ├── GitError                  clone / commit / push failed
+     └── ForgeError                a forge (GitHub, Gitea, GitLab) API call failed
+          ├── PullRequestExists    (here) "already open": the lifecycle adopts that one
+          └── ForgeRateLimited     (forges._http) asked to wait past the retry budget
+
+    Outside the tree: httpx's errors, as the forges' HTTP layer raises them (``httpbound``)
+     ├── DeadlineExceeded (httpx.TimeoutException)   the whole exchange outran its deadline
+     └── ResponseTooLarge (httpx.HTTPError)          the body passed ``max_bytes``
+    and private signals caught in the module that raises them, never shown as they are:
+     ├── EditRefused  (yamledit._verify)     an edit would not read back as intended
+     ├── _Unusual     (manifests)            a document left to ruamel's constructor
+     └── _NotWritable (kustomize.sourcemap)  a field's source cannot be told or written
 
 Every error carries ``transient``: True when retrying the same call later may succeed
 (timeouts, 5xx, 429, a push race), False when a human has to change something first
@@ -32,7 +53,7 @@ class SyncerError(Exception):
 
 
 class ConfigError(SyncerError):
-    """syncer.yaml, a manifest or a command-line flag is wrong. Never retried."""
+    """syncer.conf, a manifest or a command-line flag is wrong. Never retried."""
 
 
 class ClusterError(SyncerError):

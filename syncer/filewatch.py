@@ -2,7 +2,7 @@
 
 Watch the DIRECTORY, not a file name: a ConfigMap mounted as a volume is updated by the
 kubelet by writing a new ``..<timestamp>/`` directory and atomically swapping the ``..data``
-symlink to it; ``syncer.yaml`` itself is a symlink to ``..data/syncer.yaml`` that never
+symlink to it; ``syncer.conf`` itself is a symlink to ``..data/syncer.conf`` that never
 changes, so watching the file (or filtering changes by its name) misses every update. Any
 change in the directory triggers the callback; the callback re-reads what it needs.
 

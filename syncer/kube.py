@@ -3,16 +3,8 @@
 Everything syncer sends to an API server goes through ``KubeClient`` (the live source, the
 watches, the state record, the lease). Its callers see a narrow protocol (``Kube``): ``call``
 for one JSON request, ``open_watch`` for a newline-delimited event stream, and discovery
-(``resource``, ``collection_path``, ``object_path``); and typed errors to branch on:
-
-    ClusterError                  (syncer.errors)
-     └── KubeError
-          ├── ClusterUnreachable  no complete answer: refused, reset, timed out, TLS failure
-          │    └── TooLarge       the answer grew past ``max_body`` bytes
-          └── ApiError            the server answered with a non-2xx status (``.status``)
-               ├── Refused        401 / 403
-               ├── Conflict       409
-               └── Gone           410: the resourceVersion left the server's history
+(``resource``, ``collection_path``, ``object_path``); and typed errors to branch on
+(``KubeError`` and its subclasses, drawn in ``syncer.errors``' tree).
 
 Timeouts (``Timeouts``): a connect timeout, a per-read idle timeout, and a TOTAL deadline per
 request. The deadline is enforced by one watchdog thread that shuts the socket down when it

@@ -87,7 +87,7 @@ class Action(str, enum.Enum):
 
 
 class Track(str, enum.Enum):
-    """Per-kind policy from syncer.yaml."""
+    """Per-kind policy from syncer.conf."""
 
     WRITEBACK = "writeback"
     STABLE = "stable"

@@ -69,10 +69,9 @@ _COMMENT = ("#", ";", "!", "//")
 _REFERENCE = re.compile(r"^(?:\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*\}\}|%[A-Za-z_][A-Za-z0-9_]*%"
                         r"|<[^<>]*>|\*+|[.]{3}|…)$", re.DOTALL)
 _NOTHING = frozenset({"", "true", "false", "yes", "no", "on", "off", "null", "none", "nil", "~", "''", '""'})
-#: Inner keys that are secrets only inside a file or connection string: a docker config's
-#: ``auth`` (base64 of ``user:password``), npm's ``_auth``, ODBC's ``Pwd``; Azure's storage
+#: Inner keys that are secrets only inside a file or connection string (``_inner_key``): a docker
+#: config's ``auth`` (base64 of ``user:password``), npm's ``_auth``, ODBC's ``Pwd``; Azure's storage
 #: ``AccountKey`` and a SAS URL's ``sig`` (with a value of 16 characters or more).
-_INNER_WORDS = (["auth"], ["pwd"])
 _AZURE_WORDS = (["account", "key"], ["sig"])
 #: A value that is base64 text (a whole file encoded: a service-account JSON), decoded and judged.
 _BASE64_TEXT = re.compile(r"[A-Za-z0-9+/]{60,}={0,2}")

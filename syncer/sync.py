@@ -1,7 +1,8 @@
 """Write-back: turn a detection ``Result`` into a commit on the base branch or a rolling PR.
 
-``write_back`` is the one entry point, for ``syncer sync`` and every sidecar pass alike: it
-maps the mode to ``sync_commit``, ``sync_pr`` or ``dry_run``.
+``deliver`` (detect, then commit, open the PR, or only say what they would do) is the one
+entry point, for ``syncer sync`` and every sidecar pass alike: it maps the mode to
+``sync_commit``, ``sync_pr`` or ``dry_run``.
 
 Always works in a clone owned by syncer: reset to the remote base branch, detect, apply
 the accepted drifts, commit, push. A rejected fast-forward (someone pushed first) means
@@ -119,7 +120,7 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                     history=history)
     result = with_untracked(loaded, result, source, caches)
-    result, drifts, changes = _plan(repo, installation, result, select(result, mode), loaded, caches)
+    result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
 
 
@@ -142,8 +143,8 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: C
     return replace(result, drifts=result.drifts + tuple(found), warnings=result.warnings + tuple(lister.warnings))
 
 
-def _plan(repo: Path, installation: str, result: Result, drifts: list[Drift],
-          loaded: Loaded, caches: Caches) -> tuple[Result, list[Drift], list[FileChange]]:
+def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Drift],
+                  loaded: Loaded, caches: Caches) -> tuple[Result, list[Drift], list[FileChange]]:
     """Plan the file edits; a file that cannot be written exactly is left out with one line in
     ``result.errors``, and its drifts are not claimed by the commit or PR. Untracked objects
     to propose become new files."""
@@ -296,7 +297,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         if kept:
             order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
             drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
-            result, drifts, changes = _plan(ws.path, installation, result, drifts, loaded, caches)
+            result, drifts, changes = _file_changes(ws.path, installation, result, drifts, loaded, caches)
     out = Outcome(result, drifts, changes, loaded=loaded, messages=refused)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
@@ -338,7 +339,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     return out
 
 
-def write_back(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
+def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
                config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),

@@ -1,4 +1,4 @@
-"""syncer.yaml is parsed strictly: every mistake is one line naming file and field."""
+"""syncer.conf is parsed strictly: every mistake is one line naming file and field."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from syncer.config import parse_config, parse_duration
 from syncer.errors import ConfigError
 from syncer.model import Track
 
-SRC = "hosts/asgard/syncer.yaml"
+SRC = "hosts/asgard/syncer.conf"
 
 
 def _err(text: str) -> str:

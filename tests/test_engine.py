@@ -164,7 +164,7 @@ def test_without_last_applied_the_field_owner_decides(live: SnapshotSource) -> N
 
 def test_server_defaults_and_ignore_rules_do_not_count(live: SnapshotSource) -> None:
     dep = _mutate(live, "Deployment", "ollama-endpoint-manager")
-    dep["spec"]["replicas"] = 0  # ignored by syncer.yaml pointer /spec/replicas
+    dep["spec"]["replicas"] = 0  # ignored by syncer.conf pointer /spec/replicas
     assert not [d for d in _detect(live).drifts if d.ref.kind == "Deployment"]
     dep["spec"]["template"]["spec"]["containers"][0]["image"] = "python:3.13-alpine"
     d = _by(_detect(live), "Deployment", "spec.template.spec.containers[0].image")

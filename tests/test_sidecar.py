@@ -642,7 +642,7 @@ def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyP
 
     env = {"SYNCER_LISTEN": "0.0.0.0:9090", "SYNCER_LEADER_ELECT": "true", "SYNCER_LOG_FORMAT": "json",
            "SYNCER_STATE_CONFIGMAP": "rel-syncer-state", "SYNCER_RESYNC_INTERVAL": "1h", "SYNCER_DEBOUNCE": "2s",
-           "SYNCER_CLONE_DIR": "/work", "SYNCER_CONFIG": "/etc/syncer/syncer.yaml", "SYNCER_LEASE_NAME": "rel-leader",
+           "SYNCER_CLONE_DIR": "/work", "SYNCER_CONFIG": "/etc/syncer/syncer.conf", "SYNCER_LEASE_NAME": "rel-leader",
            "SYNCER_LEASE_DURATION": "30s"}
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -656,7 +656,8 @@ def test_run_flags_have_the_env_twins_the_chart_sets(monkeypatch: pytest.MonkeyP
 
 
 def test_run_flags_left_unset_take_the_sidecar_settings_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
-    from syncer.cli import _seconds, _sidecar_defaults, build_parser
+    from syncer.cli import build_parser
+    from syncer.commands.run import seconds as _seconds, sidecar_defaults as _sidecar_defaults
     from syncer.sidecar.server import parse_listen
 
     for name in ("LISTEN", "RESYNC", "RESYNC_INTERVAL", "DEBOUNCE", "LEASE_DURATION", "STATE_CONFIGMAP",

@@ -1,4 +1,4 @@
-"""``sync.write_back``, the one write-back entry point of ``syncer sync`` and the sidecar, and
+"""``sync.deliver``, the one write-back entry point of ``syncer sync`` and the sidecar, and
 ``sidecar.record.agreed``, what a pass records as agreed. Real git, the example snapshot."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from syncer.gitrepo import Workspace
 from syncer.live import SnapshotSource
 from syncer.model import ObjectRef, Result
 from syncer.sidecar.record import agreed
-from syncer.sync import Mode, load_installation, write_back
+from syncer.sync import Mode, deliver, load_installation
 from tests.conftest import EXAMPLE_LIVE, NOW, git, pushed_repo
 
 CM_FILE = Path("hosts/asgard/ollama-endpoint-manager.yaml")
@@ -36,12 +36,12 @@ def test_a_dry_run_in_syncers_clone_starts_from_the_remote_base_a_checkout_is_ta
     mac = (CM, "data.MAC_ADDRS")
 
     copy_mac_back(ws.path)  # a leftover in the clone: the clone is reset before the pass
-    out = write_back(Mode.DRY_RUN, ws, "asgard", source, NOW, "syncer diff asgard")
+    out = deliver(Mode.DRY_RUN, ws, "asgard", source, NOW, "syncer diff asgard")
     assert mac in fields(out.result) and out.title and out.written
     assert "192.168.68.58 100.115.97.90" in (ws.path / CM_FILE).read_text()
 
     copy_mac_back(work)  # the user's checkout: `syncer sync --mode dry-run` compares it as it is
-    out = write_back(Mode.DRY_RUN, work, "asgard", source, NOW, "syncer diff asgard")
+    out = deliver(Mode.DRY_RUN, work, "asgard", source, NOW, "syncer diff asgard")
     assert mac not in fields(out.result) and out.result.drifts
     assert "192.168.68.75 100.115.97.90" in (work / CM_FILE).read_text()
     assert git(work, "status", "--porcelain").split() == ["M", str(CM_FILE)]  # nothing written or committed
@@ -52,14 +52,14 @@ def test_a_dry_run_in_syncers_clone_starts_from_the_remote_base_a_checkout_is_ta
 def test_commit_and_pr_write_only_in_syncers_clone(tmp_path: Path, mode: Mode) -> None:
     work = pushed_repo(tmp_path, "asgard")
     with pytest.raises(TypeError, match=f"--mode {mode.value} writes in syncer's own clone"):
-        write_back(mode, work, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)
+        deliver(mode, work, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)
     assert git(work, "status", "--porcelain") == ""
 
 
 def test_commit_mode_commits_in_the_clone_and_pushes(tmp_path: Path) -> None:
     pushed_repo(tmp_path, "asgard")
     ws = Workspace.open_or_clone(str(tmp_path / "origin.git"), "main", tmp_path / "clone")
-    out = write_back(Mode.COMMIT, ws, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)
+    out = deliver(Mode.COMMIT, ws, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)
     assert out.commit is not None and out.written
     assert git(tmp_path / "origin.git", "rev-parse", "main") == out.commit
 
@@ -69,7 +69,7 @@ def test_agreed_is_what_was_checked_without_a_difference_never_a_secret(tmp_path
     (work / "hosts" / "asgard" / "token.yaml").write_text(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: ai\nstringData:\n  t: x\n")
     loaded = load_installation(work, "asgard")
-    out = write_back(Mode.DRY_RUN, work, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)
+    out = deliver(Mode.DRY_RUN, work, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)
     secret = ObjectRef("v1", "Secret", "ai", "token")
     unchecked = ObjectRef("v1", "ServiceAccount", "ai", "ollama-endpoint-manager")
     assert secret in loaded.manifests.objects and unchecked in loaded.manifests.objects

@@ -11,10 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
-
-from importlib import import_module
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from syncer.errors import ConfigError
 from syncer.forges.base import Forge, PullRequest, same_labels
@@ -30,21 +28,19 @@ __all__ = ["Forge", "PullRequest", "api_url", "make_forge", "same_labels", "KIND
 
 @dataclass(frozen=True)
 class ForgeSpec:
-    """Everything syncer knows about one kind of forge. Adding a forge is one entry here
-    (plus its module): the CLI's ``--forge`` choices and every lookup derive from this."""
+    """Everything syncer knows about one kind of forge. Adding a forge is one entry here, its
+    module and its line in ``_client_class``: the CLI's ``--forge`` choices and every lookup
+    derive from this."""
 
-    client: str  # "module:Class", imported on first use (httpx costs ~0.1 s at start-up)
     api_suffix: str  # appended to a user-given base URL that lacks it
     default_url: str = ""  # the public instance, when there is one
     nested_repo: bool = False  # GROUP/SUBGROUP/PROJECT (and numeric ids) allowed
 
 
 FORGES: dict[str, ForgeSpec] = {
-    "github": ForgeSpec("syncer.forges.github:GitHubForge", "/api/v3", default_url="https://api.github.com"),
-    "gitea": ForgeSpec("syncer.forges.gitea:GiteaForge", "/api/v1"),
-    "gitlab": ForgeSpec(
-        "syncer.forges.gitlab:GitLabForge", "/api/v4", default_url="https://gitlab.com", nested_repo=True
-    ),
+    "github": ForgeSpec("/api/v3", default_url="https://api.github.com"),
+    "gitea": ForgeSpec("/api/v1"),
+    "gitlab": ForgeSpec("/api/v4", default_url="https://gitlab.com", nested_repo=True),
 }
 KINDS = tuple(FORGES)
 
@@ -111,9 +107,19 @@ def make_forge(
         import httpx
 
         client = httpx.Client(timeout=timeout)
-    module, _, name = FORGES[kind].client.partition(":")
-    forge_class: Callable[..., Forge] = getattr(import_module(module), name)
-    return forge_class(
-        client, url, repo, token,
-        timeout=timeout, budget=budget, sleep=sleep, clock=clock, account=account,
-    )
+    # Each forge's module is imported on first use: they import httpx, about a sixth of
+    # ``import syncer.cli`` (README, "Dependencies"), which ``syncer diff`` never needs.
+    options = {"timeout": timeout, "budget": budget, "sleep": sleep, "clock": clock, "account": account}
+    if kind == "github":
+        from syncer.forges.github import GitHubForge
+
+        return GitHubForge(client, url, repo, token, **options)
+    if not isinstance(token, str):  # a token source is a GitHub App's
+        raise ConfigError(f"--forge {kind} takes a token (--token-file), not a GitHub App")
+    if kind == "gitea":
+        from syncer.forges.gitea import GiteaForge
+
+        return GiteaForge(client, url, repo, token, **options)
+    from syncer.forges.gitlab import GitLabForge
+
+    return GitLabForge(client, url, repo, token, **options)

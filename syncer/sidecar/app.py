@@ -73,7 +73,7 @@ class SidecarSettings:
 
 
 class ConfigOverride:
-    """``--config FILE``: syncer.yaml kept outside the repository (typically a mounted ConfigMap)."""
+    """``--config FILE``: syncer.conf kept outside the repository (typically a mounted ConfigMap)."""
 
     def __init__(self, path: Path, installation: str) -> None:
         self.path, self.installation = path, installation

@@ -72,10 +72,6 @@ class LeaderElector:
         with self._lock:
             return self._renewed_at is not None and self.monotonic() - self._renewed_at < self.renew_deadline
 
-    def current_holder(self) -> str:
-        with self._lock:
-            return str(((self._lease or {}).get("spec") or {}).get("holderIdentity") or "")
-
     # -- one round ------------------------------------------------------------------
 
     def try_acquire_or_renew(self) -> bool:

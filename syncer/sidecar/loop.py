@@ -10,7 +10,7 @@ A pass is due when
 * something asked for one (start, config reload, retry after a transient failure).
 
 A pass, on the leader: fetch git and reset the clone to the base branch, detect from the
-cache (no API request), write back (``sync.write_back``: PR or commit), then record the objects git
+cache (no API request), write back (``sync.deliver``: PR or commit), then record the objects git
 and the cluster agree on in the state store. Followers (``--leader-elect``) fetch and detect
 only, for metrics. Every pass updates the metrics and tracks outages: an Endpoints that is
 ``cleared`` is never written; its start is logged, and its end is logged and sent as a
@@ -111,7 +111,7 @@ class Loop:
                  config: Callable[[], Config | None] = lambda: None,
                  on_refs: Callable[[set[ObjectRef]], None] = lambda _: None,
                  clock: Callable[[], float] = time.time, caches: Caches | None = None) -> None:
-        """``config`` gives the ``--config`` override (None: the repository's syncer.yaml);
+        """``config`` gives the ``--config`` override (None: the repository's syncer.conf);
         ``on_refs`` receives the objects to watch after each pass; ``caches``: what the
         installation remembers across passes (None: a new one, kept by this loop)."""
         self.caches = caches if caches is not None else Caches()
@@ -120,8 +120,9 @@ class Loop:
         self.store, self.notifier = store, notifier
         self.is_leader, self.config, self.on_refs, self.clock = is_leader, config, on_refs, clock
         self.schedule = Schedule(settings.timing, clock())
-        self.runner = PassRunner(settings, ws, cache, metrics=metrics, health=health, forge=forge, store=store,
-                                 config=config, caches=self.caches)
+        self.runner = PassRunner(settings.installation, settings.mode, settings.reproduce, ws, cache,
+                                 metrics=metrics, health=health, forge=forge, store=store, config=config,
+                                 caches=self.caches)
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
@@ -199,7 +200,6 @@ class Loop:
         self.metrics.observe(result, now, since)
         self._log_outcome(report, out)
         ended, alerts = self.tracker.observe(result, now, since)
-        report.outages_ended += ended
         for _ in ended:
             self.metrics.outages.labels(self.settings.installation).inc()
         if report.leader:  # followers only log

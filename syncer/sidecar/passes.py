@@ -1,7 +1,7 @@
 """One sidecar pass and its failure policy.
 
 A pass reads the state record (direction depends on it: no pass without it), then writes
-back through ``sync.write_back``: the leader in the configured mode, a follower
+back through ``sync.deliver``: the leader in the configured mode, a follower
 (``--leader-elect``) as a dry run in the clone, for metrics only.
 
 A failure is blamed on a stage (``state``, ``git``, ``forge``, ``detect``), counted, shown
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from syncer.alerts import Outage
 from syncer.cache import Caches
 from syncer.config import Config
 from syncer.errors import ForgeError, GitError, SyncerError
@@ -28,11 +27,10 @@ from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.schedule import Schedule
 from syncer.sidecar.server import Health
-from syncer.sync import Mode, Outcome, write_back
+from syncer.sync import Mode, Outcome, deliver
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
-    from syncer.sidecar.loop import LoopSettings
     from syncer.sidecar.state import ConfigMapStore
 
 log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
@@ -45,7 +43,6 @@ class PassReport:
     outcome: Outcome | None = None
     error: SyncerError | None = None
     stage: str = ""
-    outages_ended: list[Outage] = field(default_factory=list)
 
 
 def stage_of(exc: BaseException) -> str:
@@ -58,11 +55,16 @@ def stage_of(exc: BaseException) -> str:
 
 
 class PassRunner:
-    def __init__(self, settings: "LoopSettings", ws: Workspace, cache: LiveCache, *, metrics: Metrics,
-                 health: Health, forge: "Forge | None" = None, store: "ConfigMapStore | None" = None,
-                 config: Callable[[], Config | None] = lambda: None, caches: Caches | None = None) -> None:
-        """``caches``: what the installation remembers across passes (None: a new one, kept here)."""
-        self.settings, self.ws, self.cache = settings, ws, cache
+    """Runs the passes of ``installation``: ``mode`` when leading (else a dry run), ``reproduce``
+    quoted in the PR; ``caches``: what the installation remembers across passes (None: a new
+    one, kept here)."""
+
+    def __init__(self, installation: str, mode: Mode, reproduce: str, ws: Workspace, cache: LiveCache, *,
+                 metrics: Metrics, health: Health, forge: "Forge | None" = None,
+                 store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None,
+                 caches: Caches | None = None) -> None:
+        self.installation, self.mode, self.reproduce = installation, mode, reproduce
+        self.ws, self.cache = ws, cache
         self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
@@ -73,7 +75,7 @@ class PassRunner:
         report = PassReport(reason, leader)
         self.health.pass_started()
         try:
-            report.outcome = self._write_back(leader, datetime.fromtimestamp(now, timezone.utc), report)
+            report.outcome = self._deliver(leader, datetime.fromtimestamp(now, timezone.utc), report)
         except SyncerError as exc:
             self._failed(report, exc, now, schedule)
         except Exception as exc:  # noqa: BLE001 - a bug must cost one pass, not the sidecar
@@ -82,8 +84,7 @@ class PassRunner:
             self.health.pass_ended()
         return report
 
-    def _write_back(self, leader: bool, now: datetime, report: PassReport) -> Outcome:
-        s = self.settings
+    def _deliver(self, leader: bool, now: datetime, report: PassReport) -> Outcome:
         config = self.config()
         if self.store is not None:
             report.stage = "state"
@@ -91,10 +92,10 @@ class PassRunner:
             if getattr(self.store, "rejected", None):
                 self.metrics.error("state")
         report.stage = "git"
-        mode = s.mode if leader else Mode.DRY_RUN  # a follower only looks
+        mode = self.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
-            out = write_back(mode, self.ws, s.installation, self.cache, now, s.reproduce, self.forge, self.store,
-                             config=config, observed_since=self.cache.observed_since(), caches=self.caches)
+            out = deliver(mode, self.ws, self.installation, self.cache, now, self.reproduce, self.forge, self.store,
+                          config=config, observed_since=self.cache.observed_since(), caches=self.caches)
         except GitError:
             raise
         except SyncerError:
@@ -107,7 +108,7 @@ class PassRunner:
         stage = report.stage if report.stage == "state" else stage_of(exc)
         report.error, report.stage = exc, stage
         self.metrics.error(stage)
-        self.metrics.passes.labels(self.settings.installation, "error").inc()
+        self.metrics.passes.labels(self.installation, "error").inc()
         if isinstance(exc, GitError):
             self.health.git_failed(exc.message)
         delay = schedule.failed(now, exc.transient)

@@ -111,8 +111,6 @@ class Health:
 #: connection is closed. A total, not a per-read, deadline: a probe sends its request at once,
 #: while a client trickling a byte every few seconds would pass any per-read timeout for ever.
 REQUEST_DEADLINE = 5.0
-#: Kept for callers of the earlier name: the same bound.
-IDLE_TIMEOUT = REQUEST_DEADLINE
 #: Connections served at once; more are answered 503 and closed at once, so a flood of idle
 #: connections can neither exhaust file descriptors nor starve the kubelet's probes for long.
 MAX_WORKERS = 16

@@ -33,16 +33,17 @@ column or indented), or in flow style inside flow collections; empty ones as ``{
 Refused: paths through an alias or a ``<<`` merge, and edits that would change what an
 alias shows (an aliased anchor on the value, around it, or inside a replaced value).
 
-The parts, each a private module: ``_tree`` (the node tree with offsets, built from
-ruamel's parser events), ``_text`` (positions in a document's text), ``_scalar`` (text for
-new values), ``_file`` (:class:`YamlFile`: planning an edit as splices) and ``_verify``
+The parts, each a private module: ``_node`` (a node with offsets), ``_tree`` (the tree of
+nodes, built from ruamel's parser events), ``_text`` (positions in a document's text),
+``_scalar`` (text for new values), ``_file`` (:class:`YamlFile`: planning an edit as splices) and ``_verify``
 (checking that the spliced text reads back as intended).  Callers use only what is
 exported here.
 """
 
 from syncer.yamledit._file import YamlEditError, YamlFile
+from syncer.yamledit._node import Node
 from syncer.yamledit._scalar import block_body, double_quoted, plain_ok, same
-from syncer.yamledit._tree import Doc, Node, load, mapping_key
+from syncer.yamledit._tree import Doc, load, mapping_key
 
 __all__ = [
     "Doc", "Node", "YamlEditError", "YamlFile", "block_body", "double_quoted", "load", "mapping_key",

@@ -23,8 +23,9 @@ from syncer.model import Path, format_path
 from syncer.yamledit import _scalar as ys
 from syncer.yamledit import _text as tx
 from syncer.yamledit import _tree as yn
+from syncer.yamledit._node import Node
 from syncer.yamledit._tree import Step
-from syncer.yamledit._verify import Op, Refused, Splice, verified
+from syncer.yamledit._verify import EditRefused, Op, Splice, verified
 from syncer.yamlread import yaml_problem
 
 __all__ = ["YamlEditError", "YamlFile"]
@@ -312,7 +313,7 @@ class YamlFile:
                 raise self._error(doc, path[:i], f"holds the anchor &{bad}, and aliases elsewhere would change too")
         return d, steps
 
-    def _style(self, d: yn.Doc, near: yn.Node | None) -> ys.Layout:
+    def _style(self, d: yn.Doc, near: Node | None) -> ys.Layout:
         """Indentation step and sequence style used in the document (nearest first)."""
         t, steps, seqs, local = d.text, Counter[int](), Counter[int](), None
         for m in d.root.walk():
@@ -392,7 +393,7 @@ class YamlFile:
         text += (f"  {comment}" if comment else "") + "".join(nl + line for line in new[1:])
         return [Splice(w.ip, cend, text)]
 
-    def _plan_block(self, t: str, node: yn.Node, value: str, w: _Where) -> list[Splice] | None:
+    def _plan_block(self, t: str, node: Node, value: str, w: _Where) -> list[Splice] | None:
         """Rewrite only the body (and if needed the indicators) of a ``|``/``>`` scalar."""
         h, body, end, chomp, ind = tx.block_scalar(t, node)
         char = t[h]
@@ -430,5 +431,5 @@ class YamlFile:
         """Keep the edit once it is verified (see :mod:`._verify`), or refuse it."""
         try:
             self._docs[doc] = verified(self._parsed(doc), path, steps, splices, op, doc + 1 < len(self._docs))
-        except Refused as exc:
+        except EditRefused as exc:
             raise self._error(doc, path, str(exc)) from None

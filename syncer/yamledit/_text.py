@@ -1,15 +1,14 @@
 """Positions in a document's text: lines, a node's content, a key's ``:``, an item's ``-``.
 
-Offsets are character indexes into one document's text (see :class:`~._tree.Doc`).  Line
+Offsets are character indexes into one document's text (see :class:`~._tree.Doc`; nodes: :class:`~._node.Node`).  Line
 ends may be ``\\n`` or ``\\r\\n``; a position "at a line end" is before the ``\\r``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-if TYPE_CHECKING:
-    from syncer.yamledit._tree import Node
+from syncer.yamledit._node import Node
 
 
 def line_start(t: str, i: int) -> int:

@@ -23,29 +23,10 @@ from ruamel.yaml.events import (
 from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from syncer.model import Path
+from syncer.yamledit._node import Node
 from syncer.yamledit._text import next_line
 
 KEYS = YAML(typ="safe", pure=True)
-
-
-class Node:
-    """A node with offsets into its document's text (aliases get their own node)."""
-
-    __slots__ = ("kind", "start", "end", "style", "flow", "anchor", "tagged", "empty", "items", "rnode")
-
-    def __init__(self, kind: str, start: int, end: int, rnode: Any) -> None:
-        self.kind = kind  # "scalar" | "map" | "seq" | "alias"
-        self.start, self.end, self.rnode = start, end, rnode
-        self.style: str | None = None
-        self.flow = self.tagged = self.empty = False
-        self.anchor: str | None = None
-        self.items: list[Any] = []  # map: [(key, value)], seq: [item]
-
-    def walk(self) -> Iterator[Node]:
-        yield self
-        for item in self.items:
-            for part in item if self.kind == "map" else (item,):
-                yield from part.walk()
 
 
 class Step(NamedTuple):

@@ -7,7 +7,7 @@ the blank and comment lines after them, which a ``|`` block could claim) are par
 again: at the same columns they parse alone exactly as they do in place, and the tree and
 data are then updated in place.  Otherwise, or when that check does not apply, the whole
 document is parsed again and compared with the expected data.  An edit that fails is
-:class:`Refused` and nothing changes.
+:class:`EditRefused` and nothing changes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from ruamel.yaml.error import YAMLError
 from syncer.model import Path
 from syncer.yamledit import _text as tx
 from syncer.yamledit._scalar import same
-from syncer.yamledit._tree import Doc, Node, Step, load, mapping_key, shift, value_at
+from syncer.yamledit._node import Node
+from syncer.yamledit._tree import Doc, Step, load, mapping_key, shift, value_at
 
 
 class Splice(NamedTuple):
@@ -40,7 +41,7 @@ class Op(NamedTuple):
     value: Any  # set, add, append: the new value; add_many: a dict of the new keys; delete: None
 
 
-class Refused(Exception):
+class EditRefused(Exception):
     """The edit would not read back as intended (the message says how)."""
 
 
@@ -59,11 +60,11 @@ def verified(d: Doc, path: Path, steps: list[Step], splices: list[Splice], op: O
     try:
         fresh = load(new_t)
     except YAMLError as exc:
-        raise Refused(f"edit would produce invalid YAML ({str(exc).splitlines()[0]})") from None
+        raise EditRefused(f"edit would produce invalid YAML ({str(exc).splitlines()[0]})") from None
     if len(fresh) != 1 or (followed and not new_t.endswith("\n")):
-        raise Refused("edit would split or merge documents")
+        raise EditRefused("edit would split or merge documents")
     if not same(fresh[0].data, expected(copy.deepcopy(d.data), path, op)):
-        raise Refused("edit would not read back as the intended value")
+        raise EditRefused("edit would not read back as the intended value")
     return fresh[0]
 
 

@@ -1,0 +1,107 @@
+"""``syncer init``: infer hosts/<installation>/syncer.conf from the manifests (and the cluster),
+say why, and write it (never over an existing one without ``--force``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from syncer import clients
+from syncer.commands import EXIT_OK, checkout
+from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
+from syncer.errors import ClusterError, ConfigError
+from syncer.gitsource import is_rendered, load_source
+from syncer.grants import installation_values
+from syncer.kube import context_namespace
+from syncer.live import KubeSource, LiveSource, SnapshotSource
+from syncer.manifests import default_installation, host_dir
+from syncer.model import ObjectRef
+from syncer.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
+
+
+def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list[dict[str, Any]], str]:
+    """The live EndpointSlices of Service ``service`` (label ``kubernetes.io/service-name``), and
+    why none could be read ("" when the read worked)."""
+    if isinstance(source, SnapshotSource):
+        return [o for r, o in source.objects.items() if r.kind == "EndpointSlice" and r.namespace == namespace
+                and ((o.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == service], ""
+    if not isinstance(source, KubeSource):
+        return [], ""
+    for version in ("v1", "v1beta1"):  # v1 from Kubernetes 1.21; older servers serve only v1beta1
+        try:
+            found = source.kube.call("GET", f"/apis/discovery.k8s.io/{version}/namespaces/{namespace}/endpointslices",
+                                     query=[("labelSelector", f"{SERVICE_NAME_LABEL}={service}")],
+                                     what=f"list EndpointSlices of {namespace}/{service}")
+        except ClusterError as exc:
+            return [], str(exc)
+        if found is not None:
+            return [dict(o, kind="EndpointSlice", apiVersion=f"discovery.k8s.io/{version}")
+                    for o in found.get("items") or [] if isinstance(o, dict)], ""
+    return [], "the API server serves no discovery.k8s.io EndpointSlices"
+
+
+def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
+    """``syncer init``: infer the config, say why, write it (never over an existing one without --force)."""
+    repo = checkout(args)
+    installation = args.installation or default_installation(repo)
+    if args.chart_values:
+        stdout.write(installation_values(repo, installation, args.namespace))
+        return EXIT_OK
+    host = host_dir(repo, installation)
+    target, legacy = host / CONFIG_NAME, host / LEGACY_CONFIG_NAME
+    for existing in (target, legacy):
+        if existing.exists() and not args.force:
+            raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
+
+    # Namespaces first (manifests without one count for none), then the objects in that namespace.
+    # A kustomization: what kustomize renders (namespaces, kinds), not its files.
+    ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace,
+                                SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
+                                None if args.namespace else context_namespace(args.kubeconfig, args.context))
+    if is_rendered(repo, installation) and not args.namespace:
+        ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
+    namespace = ns_answer[0]
+    manifests = load_source(repo, installation, namespace)
+    git = {ref: obj.data for ref, obj in manifests.objects.items()}
+    for err in manifests.errors:
+        stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")
+
+    live: dict[ObjectRef, dict[str, Any]] = {}
+    if not args.git_only:
+        try:
+            source = clients.live_source(args, namespace)
+        except ConfigError as exc:
+            raise ConfigError(f"{exc.message} (no cluster at hand? --live-file FILE or --git-only)") from exc
+        for ref in git:
+            obj = source.get(ref)
+            if obj is not None:
+                live[ref] = obj
+        for ref in [r for r in git if r.kind in ("Endpoints", "Service")]:
+            slices, why = _live_slices(source, ref.namespace, ref.name)
+            if why:
+                stdout.write(f"syncer init: EndpointSlices of {ref.namespace}/{ref.name} not read: {why}\n")
+            for obj in slices:
+                meta = obj.get("metadata") or {}
+                live[ObjectRef(str(obj.get("apiVersion")), "EndpointSlice", ref.namespace, str(meta.get("name")))] = obj
+
+    inference = infer(installation, git, live, ns_answer)
+    command = shlex.join(["syncer", "init", installation] + (["--git-only"] if args.git_only else []))
+    text = render(inference, command)
+    parse_config(text, f"hosts/{installation}/{CONFIG_NAME}", installation)  # what we write must load
+    seen = f"{len(git)} manifests" + ("" if args.git_only else f", {len(live)} live objects ({source.describe()})")
+    stdout.write(f"syncer init {installation}: from {seen}\n")
+    for reason in inference.reasons:
+        stdout.write(f"  {reason}\n")
+    target.write_text(text, encoding="utf-8")
+    stdout.write(f"wrote hosts/{installation}/{CONFIG_NAME}\n")
+    if legacy.exists():  # only with --force: the new file replaces the deprecated one
+        legacy.unlink()
+        stdout.write(f"removed hosts/{installation}/{LEGACY_CONFIG_NAME} (replaced by {CONFIG_NAME})\n")
+    stdout.write(f"next: syncer diff {installation}  (then commit hosts/{installation}/{CONFIG_NAME})\n")
+    stdout.write(f"chart values granting exactly what this config reads (syncer init {installation} "
+                 "--chart-values prints them again):\n")
+    stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace).splitlines()))
+    return EXIT_OK
