@@ -257,6 +257,12 @@ def _run(run: Run) -> Run:
         inst = work / "hosts" / f"f{idx:03}"
         inst.mkdir(parents=True)
         shutil.copy(path, inst / path.name)
+        if run.mode == "helm" and not path.read_bytes().endswith(b"\n"):
+            # Helm ends every rendered document with a line break, so a block scalar at the end of a
+            # file without one (a PrometheusRule's last ``expr: |``) gains a trailing newline live. A
+            # Helm user's git holds what Helm rendered: the copy gets the final line break too.
+            with open(inst / path.name, "ab") as f:
+                f.write(b"\n")
         insts[idx] = inst
     for ns in sorted(named - declared_ns - {NS}):
         try:

@@ -57,10 +57,12 @@ def measure(n: int, rounds: int, root: Path, leader: bool = False) -> dict[str, 
         from tests.fakes.kube_api import FakeKubeAPI
 
         from syncer.kube import kube_client
+        from syncer.manifests import parse_documents
         from syncer.sidecar.state import ConfigMapStore
 
         fake = FakeKubeAPI().start()
-        api = kube_client(str(fake.kubeconfig(root / "kubeconfig", namespace=inst.namespace)), None, pool_size=4)
+        api = kube_client(str(fake.kubeconfig(root / "kubeconfig", namespace=inst.namespace)), None,
+                          read_yaml=parse_documents, pool_size=4)
         store = ConfigMapStore(api, inst.namespace, "bench")
     loop = Loop(LoopSettings("bench", Mode.DRY_RUN, "bench", debounce=0.0), ws, cache, metrics=metrics,
                 health=health, is_leader=lambda: leader, store=store)

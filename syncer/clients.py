@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from syncer.errors import ConfigError
 from syncer.gitrepo import Identity, Workspace, remote_default_branch
 from syncer.kube import KubeClient, kube_client
+from syncer.manifests import parse_documents
 from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.sync import Mode
 
@@ -37,7 +38,7 @@ def live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:
     """The sidecar's API client: a larger pool, since each watch holds one connection open."""
-    return kube_client(args.kubeconfig, args.context, pool_size=64)
+    return kube_client(args.kubeconfig, args.context, read_yaml=parse_documents, pool_size=64)
 
 
 def read_secret(path: str | None, flag: str) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 
 from syncer.classify import decide, parse_time, provenance
 from syncer.diff import FieldDiff, compare
+from syncer.kinds import ALTERNATE_VERSIONS as ALTERNATE_VERSIONS  # its home is kinds; engine reads it here
 from syncer.kinds import ENDPOINTS_FAMILY
 from syncer.cache import Caches, by_identity
 from syncer.model import Direction, Drift, DriftClass, Edit, ObjectRef, Path, Track
@@ -46,9 +47,6 @@ MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MIRROR_CONTROLLER = "endpointslicemirroring-controller.k8s.io"
 SLICE_V1 = "discovery.k8s.io/v1"
 SLICE_V1BETA1 = "discovery.k8s.io/v1beta1"
-#: Versions of the same kind that an API server may serve instead (oldest last). Kubernetes
-#: 1.19/1.20 serve EndpointSlices only as v1beta1; the objects differ only in ``topology``.
-ALTERNATE_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {(SLICE_V1, SLICE): (SLICE_V1BETA1,)}
 
 _HOSTNAME_KEY = "kubernetes.io/hostname"
 _ZONE_KEY = "topology.kubernetes.io/zone"

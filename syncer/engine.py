@@ -24,6 +24,7 @@ from syncer.kube import ClusterUnreachable, Refused
 from syncer.manifests import GitObject, Manifests
 from syncer.memo import IdentityMemo
 from syncer.live import LiveSource
+from syncer.served import NotServed, outcome as served_outcome
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import (Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track,
                           format_path)
@@ -406,6 +407,7 @@ def _object_drifts(
     observed_since: datetime | None,
     note: str = "",
     memo: bool = False,
+    unstored: list[str] | None = None,
 ) -> list[Drift]:
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name, live.get("metadata"))
@@ -419,6 +421,9 @@ def _object_drifts(
                                    lambda: compare(ref.kind, git, normalize(live), ignore, by_person, unowned)))
     else:
         diffs = compare(ref.kind, git, normalize(live), ignore, by_person, unowned)
+    diffs, dropped = ownership.not_stored(ref, live, diffs)  # fields the server drops: notes (issue 20)
+    if unstored is not None:
+        unstored += dropped
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
@@ -636,19 +641,24 @@ def detect(
             binding = family.binding(obj, live, config, source, manifests, cache) if in_family else None
             since = observed_since.get(ref) if observed_since else None
             evidence, note = _evidence(obj, live, config, store, history, memo)
-            found = _object_drifts(obj, live, config, evidence, now, binding, since, note, memo)
+            unstored: list[str] = []
+            found = _object_drifts(obj, live, config, evidence, now, binding, since, note, memo, unstored)
+            notes.extend(FileError(obj.file, message) for message in unstored)
             if found and manifests.source_map is not None:
                 found = manifests.source_map.place(obj, found)  # each field's own file (kustomize)
             drifts.extend(found)
             checked.append(ref)
             if memo:
-                in_sync[i] = None if found else live
+                in_sync[i] = None if found or unstored else live
         except ClusterUnreachable:
             raise  # nothing can be compared
         except Refused as exc:  # the Role lacks this object: say which grant, go on with the rest
             unreadable.append(ref)
             written = config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
             (errors if written else warnings).append(FileError(obj.file, unreadable_message(ref, exc, written)))
+        except NotServed as exc:  # an API the cluster does not serve (a CRD not installed): syncer/served.py
+            error, message = served_outcome(exc, config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE))
+            (errors if error else warnings).append(FileError(obj.file, message))
         except ClusterError as exc:
             errors.append(FileError(obj.file, f"{ref}: {exc.message}"))
         except ConfigError as exc:

@@ -14,6 +14,7 @@ errors are translated at the boundaries with ``raise ... from``.
      │         └── ApiError            the server answered with a non-2xx status (``.status``)
      │              ├── Refused        401 / 403
      │              ├── Conflict       409
+     │              ├── NotServed      (served) discovery lacks the object's group-version or kind
      │              └── Gone           410: the resourceVersion left the server's history
      ├── GitError                  clone / commit / push failed
      └── ForgeError                a forge (GitHub, Gitea, GitLab) API call failed

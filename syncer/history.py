@@ -37,6 +37,7 @@ from typing import Any
 
 from syncer.cache import Caches
 from syncer.errors import SyncerError
+from syncer.kinds import list_items
 from syncer.model import ObjectRef, Path
 
 #: One git command of the walk (a local ``log``, a ``show`` that may fetch one blob).
@@ -79,8 +80,8 @@ def _find(docs: list[Any], ref: ObjectRef) -> Any:
     """The object ``ref`` among parsed documents (List items included), or ``_MISSING``.
     Matched by kind, namespace and name: an apiVersion bump is no change of its values."""
     for doc in docs:
-        items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
-        for obj in items if isinstance(items, list) else [doc]:
+        items = list_items(doc)
+        for obj in items if items is not None else [doc]:
             if not isinstance(obj, dict) or obj.get("kind") != ref.kind:
                 continue
             meta = obj.get("metadata")

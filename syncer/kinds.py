@@ -8,6 +8,10 @@ diff, engine, report, config and manifests read these rules; nothing else holds 
                          ``metadata.namespace`` tells the same for any other kind).
 * ``DATA_MAPS``          top-level maps holding data: a key that exists only live is drift.
 * ``ENDPOINTS_FAMILY``   kinds whose addresses a reconciler repoints.
+* ``CONTROLLER_FILLED``  fields a controller fills while another field asks it to (aggregated
+                         ClusterRole ``rules``): never compared.
+* ``ALTERNATE_VERSIONS`` older versions of a kind an API server may serve instead.
+* ``list_items``         the items of a ``kind: List`` document (``v1/List``, ``ConfigMapList``).
 * ``list_rule``          how a list compares: by merge key (strategic-merge ``patchMergeKey`` /
                          ``x-kubernetes-list-map-keys`` of the built-in API types), as a set,
                          or whole (atomic, the default for every list the table does not name).
@@ -47,6 +51,18 @@ DATA_MAPS: dict[str, frozenset[str]] = {
 
 #: (classified against candidate lists by ``syncer.endpoints``)
 ENDPOINTS_FAMILY = frozenset({"Endpoints", "EndpointSlice"})
+
+#: kind -> (a field that hands another field to a controller, that field): while an object sets
+#: the first, the control plane owns the second, which is never compared. An aggregated ClusterRole's
+#: ``rules`` are the union the clusterrole-aggregation-controller computes from the roles its
+#: ``aggregationRule`` selects (git says ``rules: []``, "the control plane fills in the rules").
+CONTROLLER_FILLED: dict[str, tuple[str, str]] = {"ClusterRole": ("aggregationRule", "rules")}
+#: (apiVersion, kind) -> versions of the same kind that an API server may serve instead (oldest
+#: last). Kubernetes 1.19/1.20 serve EndpointSlices only as v1beta1; the objects differ only in
+#: ``topology``.
+ALTERNATE_VERSIONS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("discovery.k8s.io/v1", "EndpointSlice"): ("discovery.k8s.io/v1beta1",),
+}
 
 #: Maps in every object whose live-only keys are drift (people add labels and annotations live;
 #: the ones the server or kubectl write are dropped by ``normalize`` first).
@@ -310,3 +326,14 @@ _ALL_BUT_NAME = frozenset({"*"})
 
 def is_union_member(members: frozenset[str], key: str) -> bool:
     return key in members or (members is _ALL_BUT_NAME and key != "name")
+
+
+def list_items(doc: object) -> list[object] | None:
+    """The items of a ``kind: *List`` document (``List``, ``ConfigMapList``, what ``kubectl get -o
+    yaml`` writes for several objects); None for any other document, and for a List whose
+    ``items`` is not a list (that document is then read as one object)."""
+    if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
+        items = doc.get("items")
+        if isinstance(items, list):
+            return items
+    return None

@@ -18,8 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from syncer import served
 from syncer.errors import ClusterError, ConfigError
+from syncer.kinds import list_items
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
+from syncer.kube.lists import named_items
 from syncer.manifests import object_ref
 from syncer.yamlread import parse_documents
 from syncer.model import ObjectRef, Result
@@ -71,8 +74,8 @@ class SnapshotSource:
             except (OSError, UnicodeDecodeError) as exc:
                 raise ClusterError(f"{path}: cannot read live snapshot: {exc}") from exc
             for i, doc in enumerate(_documents(text, str(path))):
-                items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
-                for j, obj in enumerate(items if isinstance(items, list) else [doc]):
+                items = list_items(doc)
+                for j, obj in enumerate(items if items is not None else [doc]):
                     if obj is None:
                         continue
                     where = f"{path} (document {i + 1}{f' item {j}' if items is not None else ''})"
@@ -124,7 +127,7 @@ NEVER_LISTED = frozenset({"Secret"})
 
 
 class KubeSource:
-    """Objects read from the API server through the ``Kube`` seam (syncer/kube.py).
+    """Objects read from the API server through the ``Kube`` seam (syncer/kube/).
 
     ``prefetch`` reads a whole detection's objects at once: one paged LIST per kind and
     namespace when enough objects of it are declared and RBAC allows listing, else
@@ -153,7 +156,7 @@ class KubeSource:
         return self._get(ref)
 
     def _get(self, ref: ObjectRef) -> dict[str, Any] | None:
-        return self.kube.call("GET", self.kube.object_path(ref), what=f"get {ref}")
+        return self.kube.call("GET", served.object_path(self.kube, ref), what=f"get {ref}")
 
     def prefetch(self, refs: Iterable[ObjectRef]) -> None:
         """Read ``refs`` now, as few requests as RBAC allows; ``get`` then answers from memory."""
@@ -208,7 +211,7 @@ class KubeSource:
         return [names_only(obj) for obj in listed.values()]
 
     def _list(self, ref: ObjectRef) -> dict[str, dict[str, Any]]:
-        path = self.kube.collection_path(ref)
+        path = served.collection_path(self.kube, ref)
         items: dict[str, dict[str, Any]] = {}
         token = ""
         while True:
@@ -216,10 +219,8 @@ class KubeSource:
             doc = self.kube.call("GET", path, query=query, what=f"list {ref.kind} in {ref.namespace}")
             if doc is None:
                 raise ClusterError(f"the API server does not serve {path}", transient=False)
-            for item in doc.get("items") or []:
-                name = (item.get("metadata") or {}).get("name") if isinstance(item, dict) else None
-                if isinstance(name, str):
-                    items[name] = {"apiVersion": ref.api_version, "kind": ref.kind, **item}
+            for name, item in named_items(doc):
+                items[name] = {"apiVersion": ref.api_version, "kind": ref.kind, **item}
             token = str((doc.get("metadata") or {}).get("continue") or "")
             if not token:
                 return items
@@ -246,7 +247,7 @@ def names_only(obj: dict[str, Any]) -> dict[str, Any]:
 
 def kube_api_client(kubeconfig: str | None, context: str | None) -> KubeClient:
     """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
-    return kube_client(kubeconfig, context, pool_size=max(16, CONCURRENCY))
+    return kube_client(kubeconfig, context, read_yaml=parse_documents, pool_size=max(16, CONCURRENCY))
 
 
 def snapshot_note(source: LiveSource, result: Result) -> Result:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from syncer.cache import Caches
 from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
-from syncer.kinds import CLUSTER_SCOPED
+from syncer.kinds import CLUSTER_SCOPED, list_items
 from syncer.model import Drift, FileError, ObjectRef, Path as ObjPath
 from syncer.repofile import read_inside
 from syncer.skipped import Skipped, charts, skip_reason, templated
@@ -198,8 +198,9 @@ def _documents_objects(display: str, text: str, docs: list[object], default_name
             out.append(FileError(display, f"{where}: not a mapping"))
             continue
         entries: list[tuple[ObjPath, object]]
-        if isinstance(doc.get("kind"), str) and doc["kind"].endswith("List") and isinstance(doc.get("items"), list):
-            entries = [(("items", j), item) for j, item in enumerate(doc["items"])]
+        items = list_items(doc)
+        if items is not None:
+            entries = [(("items", j), item) for j, item in enumerate(items)]
         else:
             entries = [((), doc)]
         for prefix, obj in entries:

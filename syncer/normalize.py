@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 from syncer.bounds import load_json
+from syncer.kinds import CONTROLLER_FILLED
 from syncer.model import Path
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -77,6 +78,9 @@ def normalize(obj: dict[str, Any]) -> dict[str, Any]:
         out["metadata"] = meta
     if out.get("kind") == "Secret" and isinstance(out.get("stringData"), dict):
         out = _string_data_as_data(out)
+    filled = CONTROLLER_FILLED.get(str(out.get("kind")))
+    if filled is not None and out.get(filled[0]) is not None:
+        out.pop(filled[1], None)  # the control plane's (an aggregated ClusterRole's rules)
     return out
 
 

@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from syncer.model import Direction, Path
-from syncer.normalize import LAST_APPLIED, last_applied
+from syncer.model import Direction, DriftClass, ObjectRef, Path, format_path
+from syncer.normalize import LAST_APPLIED, MISSING, get_path, last_applied
+
+if TYPE_CHECKING:
+    from syncer.diff import FieldDiff
 
 #: Field managers that write what git declares. ``kubectl-client-side-apply`` is plain
 #: ``kubectl apply``; ``kubectl`` is ``kubectl apply --server-side`` (and every verb of
@@ -181,3 +184,31 @@ def moved_by(live: dict[str, Any], appliers: Collection[str],
         return who is not None and person(who)
 
     return moved
+
+
+def not_stored(ref: ObjectRef, live: dict[str, Any], diffs: list[FieldDiff]) -> tuple[list[FieldDiff], list[str]]:
+    """``diffs`` without the fields git declares that the server did not store, and one note each.
+
+    A field the live object lacks although a managedFields entry still names it was sent and
+    dropped by the server: a field it does not know, or one of a feature turned off (Job
+    ``ttlSecondsAfterFinished``, Service ``ipFamilies``/``ipFamilyPolicy`` on Kubernetes 1.20).
+    The server records a write's fields before its strategy drops the disabled ones (seen on
+    kube-apiserver v1.20 for ``kubectl apply``, ``--server-side`` and Helm), while a field
+    removed live (``kubectl edit``/``patch``, a server-side apply that omits it) leaves every
+    entry, the applier's too: that stays a ``removed`` difference. ``kubectl diff`` shows
+    neither of the dropped ones (the dry run drops them too).
+    """
+    if not _entries(live):
+        return diffs, []
+    kept: list[FieldDiff] = []
+    notes: list[str] = []
+    for fd in diffs:
+        where = fd.where_live
+        who = (owner(live, where, whole=False) if fd.cls is DriftClass.REMOVED and not fd.is_item and where
+               and get_path(live, where) is MISSING else None)
+        if who is None:
+            kept.append(fd)
+            continue
+        notes.append(f"{ref}: the server did not store {format_path(fd.path)} (a field it does not know, or of a "
+                     f"feature turned off): {who.manager} sent it, the live object lacks it; not a difference")
+    return kept, notes

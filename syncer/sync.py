@@ -28,6 +28,7 @@ from syncer.engine import BaseStore, detect
 from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.history import GitHistory
+from syncer.kinds import list_items
 from syncer.live import Lister, LiveSource
 from syncer.gitsource import load_source, verified
 from syncer.manifests import Manifests, host_dir
@@ -247,8 +248,8 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
                 texts[obj.file] = []
         proposed = None
         for doc in texts[obj.file]:
-            items = doc.get("items") if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") else None
-            for cand in items if isinstance(items, list) else [doc]:
+            items = list_items(doc)
+            for cand in items if items is not None else [doc]:
                 try:
                     if isinstance(cand, dict) and object_ref(cand, obj.ref.namespace, obj.file) == d.ref:
                         proposed = cand

@@ -417,7 +417,9 @@ def test_writes_lease_and_state_configmap(fake_kube: FakeKubeAPI, api: client.Ap
     created.spec.holder_identity = "pod-b"
     updated = coord.replace_namespaced_lease("syncer", NS, created)
     assert updated.metadata.resource_version != stale
-    assert updated.metadata.managed_fields[0].manager == "OpenAPI-Generator"  # user-agent prefix
+    # The update's manager is the user-agent prefix. Rows sort by time (whole seconds), then by
+    # manager: which one comes first depends on whether a second boundary fell in between.
+    assert sorted(e.manager for e in updated.metadata.managed_fields) == ["OpenAPI-Generator", "syncer"]
 
     created.spec.holder_identity = "pod-c"  # still carries the stale resourceVersion
     with pytest.raises(ConflictException) as err:

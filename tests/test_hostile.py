@@ -109,7 +109,8 @@ def test_json_depth_is_linear_on_an_unterminated_string() -> None:
     """Was: the regular expression ``"(?:[^"\\]|\\.)*"`` retried from every quote of an
     unterminated string: 13 s at 64 KB, a 240 KB last-applied annotation held ``syncer diff``
     190 s, a 1 MiB state record about an hour. Not a performance goal (those live in bench/):
-    the 2 s bound only catches that quadratic blow-up, a linear scan takes milliseconds."""
+    the 10 s bound only catches that quadratic blow-up; the linear scans take about a second
+    here (1.5 s with the machine loaded), so a loaded machine does not fail it."""
     from syncer.bounds import MAX_JSON_BYTES, InputRejected, json_depth, load_json
 
     hostile = "[]" * 200 + '"' + '\\"' * ((MAX_JSON_BYTES - 401) // 2)  # 1 MiB, within the size limit
@@ -121,7 +122,7 @@ def test_json_depth_is_linear_on_an_unterminated_string() -> None:
     deep = "[" * 200 + '"' + '\\"' * ((MAX_JSON_BYTES - 201) // 2)
     with pytest.raises(InputRejected, match="nested deeper than 128"):
         load_json(deep, "x")
-    assert time.monotonic() - start < 2
+    assert time.monotonic() - start < 10
 
 
 def test_gzip_bomb_state_record_is_refused_before_parsing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -152,7 +153,7 @@ def test_gzip_bomb_state_record_is_refused_before_parsing(tmp_path: Path, caplog
 
 
 def test_a_state_record_of_40000_objects_still_fits_the_bounds() -> None:
-    from bench.gen import declared_objects
+    from tests.fakes.apps import declared_objects
     from syncer.bounds import json_shape
     from syncer.sidecar.state import MAX_RECORD_JSON, MAX_RECORD_VALUES
 

@@ -201,12 +201,14 @@ def test_namespace_is_kubectls_not_the_one_a_few_manifests_name() -> None:
 
 def test_context_namespace_reads_the_kubeconfig_as_kubectl(tmp_path: Path) -> None:
     from syncer.kube import context_namespace
+    from syncer.manifests import parse_documents
 
     config = tmp_path / "config"
     config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: a\ncontexts:\n"
                       "- name: a\n  context: {cluster: c, user: u, namespace: team-a}\n"
                       "- name: b\n  context: {cluster: c, user: u}\n")
-    assert context_namespace(str(config), None) == ("team-a", "the namespace of kubeconfig context a")
-    assert context_namespace(str(config), "b") == ("default", "kubeconfig context b names no namespace: "
-                                                                "kubectl's default")
-    assert context_namespace(str(tmp_path / "missing"), None) is None
+    assert context_namespace(str(config), None, read_yaml=parse_documents) == (
+        "team-a", "the namespace of kubeconfig context a")
+    assert context_namespace(str(config), "b", read_yaml=parse_documents) == (
+        "default", "kubeconfig context b names no namespace: kubectl's default")
+    assert context_namespace(str(tmp_path / "missing"), None, read_yaml=parse_documents) is None

@@ -174,6 +174,11 @@ def test_the_cli_reports_and_proposes_them(tmp_path: Path) -> None:
     pod = _pod(live)
     del pod["automountServiceAccountToken"]
     del pod["containers"][0]["securityContext"]["allowPrivilegeEscalation"]
+    # ... and, as the server does for a field removed live, no entry names them any more (a field
+    # still named but absent is one the server did not store: ownership.not_stored)
+    applied = live["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:template"]["f:spec"]
+    del applied["f:automountServiceAccountToken"]
+    del applied["f:containers"][_APP]["f:securityContext"]["f:allowPrivilegeEscalation"]
     pod["volumes"][0] = {"name": "data", "hostPath": {"path": "/", "type": ""}}
     live["metadata"]["managedFields"].append(_mf("kubectl-patch", CHANGED, {"f:spec": {"f:template": {"f:spec": {
         "f:volumes": {_DATA: {"f:hostPath": {".": {}, "f:path": {}, "f:type": {}}}}}}}}))

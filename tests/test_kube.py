@@ -1,4 +1,4 @@
-"""The one Kubernetes seam (syncer/kube.py): deadlines, size limit, typed errors, User-Agent,
+"""The one Kubernetes seam (syncer/kube/): deadlines, size limit, typed errors, User-Agent,
 the kubeconfig reader, and the live source's LIST / GET paths, over loopback."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from syncer.kube import (
     USER_AGENT, ClusterUnreachable, Conflict, Connection, Gone, KubeClient, Refused, Timeouts, TooLarge,
     kube_client, load_connection,
 )
+from syncer.manifests import parse_documents
 from syncer.live import KubeSource
 from syncer.model import ObjectRef
 
@@ -61,6 +62,10 @@ class SlowServer:
 
     def close(self) -> None:
         self.closed.set()
+        try:  # wakes the accept() of _serve: closing alone leaves the port listening until it returns,
+            self.sock.shutdown(socket.SHUT_RDWR)  # and a later test's connection landed here (a flake)
+        except OSError:
+            pass
         self.sock.close()
 
 
@@ -114,7 +119,7 @@ def test_an_answer_larger_than_the_limit_is_refused(slow: list[SlowServer]) -> N
 
 
 def test_typed_errors_and_user_agent_on_every_request(fake_kube: FakeKubeAPI, tmp_path: Path) -> None:
-    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None)
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents)
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "ai"}, "data": {"k": "v"}}
     path = "/api/v1/namespaces/ai/configmaps"
     assert client.call("POST", path, body=cm) is not None
@@ -151,26 +156,26 @@ def test_kubeconfig_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     cfg = _kubeconfig(tmp_path / "a", {"tokenFile": "token"},
                       {"server": "https://127.0.0.1:6443/", "certificate-authority-data":
                        base64.b64encode(b"-----BEGIN CERTIFICATE-----").decode(), "tls-server-name": "kube"})
-    conn = load_connection(str(cfg), None)
+    conn = load_connection(str(cfg), None, read_yaml=parse_documents)
     assert (conn.server, conn.tls_server_name, conn.ca_data) == ("https://127.0.0.1:6443", "kube",
                                                                   b"-----BEGIN CERTIFICATE-----")
     assert conn.authorization() == "Bearer from-file"  # relative to the kubeconfig's directory
     basic = load_connection(str(_kubeconfig(tmp_path / "b", {"username": "u", "password": "p"},
-                                            {"server": "http://127.0.0.1:1"})), None)
+                                            {"server": "http://127.0.0.1:1"})), None, read_yaml=parse_documents)
     assert basic.authorization() == "Basic " + base64.b64encode(b"u:p").decode()
     # $KUBECONFIG: a list of files, the first one naming a context wins
     other = _kubeconfig(tmp_path / "c", {"token": "t"}, {"server": "http://127.0.0.1:2"}, current="")
     monkeypatch.setenv("KUBECONFIG", f"{other}:{tmp_path / 'b'}")
-    assert load_connection(None, None).server == "http://127.0.0.1:2"
+    assert load_connection(None, None, read_yaml=parse_documents).server == "http://127.0.0.1:2"
     with pytest.raises(ConfigError, match="context 'nope' not found"):
-        load_connection(str(cfg), "nope")
+        load_connection(str(cfg), "nope", read_yaml=parse_documents)
     with pytest.raises(ConfigError, match=r"kubeconfig .*/missing: .*no such file"):
-        load_connection(str(tmp_path / "missing"), None)
+        load_connection(str(tmp_path / "missing"), None, read_yaml=parse_documents)
     monkeypatch.delenv("KUBECONFIG")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigError, match="in-cluster service account: .*KUBERNETES_SERVICE_HOST"):
-        load_connection(None, None)
+        load_connection(None, None, read_yaml=parse_documents)
 
 
 def _many(fake: FakeKubeAPI, n: int) -> list[ObjectRef]:
@@ -187,7 +192,7 @@ def test_live_reads_one_paged_list_per_kind_and_namespace(fake_kube: FakeKubeAPI
                                                          caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr("syncer.live.PAGE", 7)
     refs = _many(fake_kube, 20)
-    source = KubeSource(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None))
+    source = KubeSource(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents))
     fake_kube.clear_requests()
     absent = ObjectRef("v1", "ConfigMap", "ai", "cm-absent")
     with caplog.at_level(logging.DEBUG, logger="syncer.live"):
@@ -204,7 +209,8 @@ def test_a_role_that_cannot_list_falls_back_to_gets_by_name_once(fake_kube: Fake
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     refs = _many(fake_kube, 12)
     fake_kube.forbid("list", "configmaps")  # a Role with resourceNames: get by name only
-    source = KubeSource(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None), concurrency=4)
+    source = KubeSource(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents),
+                        concurrency=4)
     with caplog.at_level(logging.DEBUG, logger="syncer.live"):
         for _ in range(2):
             fake_kube.clear_requests()
@@ -240,7 +246,7 @@ def test_an_idle_watch_stays_open_with_tcp_keepalive_instead_of_a_read_timeout(f
     from syncer.kube import KEEPALIVE_IDLE
     from syncer.sidecar.watch import WatchSettings
 
-    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None)
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents)
     settings = WatchSettings()
     assert settings.read_timeout > settings.watch_seconds  # silence until the server ends the watch is normal
     stream = client.open_watch("/api/v1/namespaces/ai/configmaps", [("watch", "1"), ("timeoutSeconds", "30")],
@@ -265,7 +271,7 @@ def _exec_kubeconfig(tmp_path: Path) -> Path:
 
 
 def test_an_exec_plugin_runs_through_the_official_client(tmp_path: Path) -> None:
-    conn = load_connection(str(_exec_kubeconfig(tmp_path)), None)
+    conn = load_connection(str(_exec_kubeconfig(tmp_path)), None, read_yaml=parse_documents)
     assert conn.authorization() == "Bearer from-plugin"
 
 
@@ -283,7 +289,8 @@ def test_an_exec_plugin_without_the_extra_is_one_line_naming_it(tmp_path: Path, 
 def test_a_connection_the_pool_cannot_keep_is_closed_without_a_warning_line(fake_kube: FakeKubeAPI, tmp_path: Path,
                                                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
-    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, pool_size=1)
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents,
+                         pool_size=1)
     streams = [client.open_watch("/api/v1/namespaces/ai/configmaps", [("watch", "1"), ("timeoutSeconds", "1")],
                                  what=f"watch {i}", budget=5) for i in range(3)]  # three connections, room for one
     for s in streams:
@@ -291,3 +298,52 @@ def test_a_connection_the_pool_cannot_keep_is_closed_without_a_warning_line(fake
             pass
     assert client.call("GET", "/api/v1/namespaces/ai/configmaps") is not None
     assert [r.getMessage() for r in caplog.records if "pool" in r.getMessage().lower()] == []
+
+
+def test_the_client_stands_below_the_git_side_and_detection() -> None:
+    """``syncer.kube`` reads kubeconfig YAML through the caller's reader and the served versions
+    from ``kinds``: importing it loads neither the manifests nor the Endpoints rules."""
+    import subprocess
+
+    probe = "import sys, syncer.kube; print(sorted(m for m in sys.modules if m.startswith('syncer.')))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                            cwd=ROOT).stdout
+    assert "syncer.kube.client" in loaded
+    assert "syncer.manifests" not in loaded and "syncer.endpoints" not in loaded
+
+
+def test_list_items_one_rule_for_answers_and_documents() -> None:
+    """A LIST answer's items by name (what a broken server adds is skipped), and a ``kind: List``
+    document's items (any other document is one object)."""
+    from syncer.kinds import list_items
+    from syncer.kube.lists import named_items
+
+    answer = {"kind": "ConfigMapList", "items": [
+        {"metadata": {"name": "a"}, "data": {"k": "v"}}, {"metadata": {"name": 5}}, {"metadata": ["b"]},
+        "c", None, {"metadata": {"name": "d"}}]}
+    assert [(n, o.get("data")) for n, o in named_items(answer)] == [("a", {"k": "v"}), ("d", None)]
+    assert list(named_items({"items": {"a": {}}})) == list(named_items({})) == []
+    cm = {"kind": "ConfigMap", "items": [1]}
+    assert list_items({"apiVersion": "v1", "kind": "List", "items": [cm]}) == [cm]
+    assert list_items(cm) is None and list_items({"kind": "List", "items": "x"}) is None and list_items([]) is None
+
+
+def test_a_kind_discovery_lacked_is_asked_again_after_the_miss_ttl(fake_kube: FakeKubeAPI, tmp_path: Path) -> None:
+    """A CRD installed after the sidecar started: its kind is served once discovery is asked again."""
+    from syncer.errors import ClusterError
+    from syncer.kube.client import DISCOVERY_MISS_TTL
+    from tests.fakes.kube_api.resources import Resource
+
+    client = kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents)
+    now = [1000.0]
+    client.clock = lambda: now[0]
+    ref = ObjectRef("v1", "Widget", "default", "w1")
+    with pytest.raises(ClusterError, match="does not serve Widget in v1"):
+        client.object_path(ref)
+    fake_kube.add_resource(Resource("", "v1", "widgets", "widget", "Widget"))
+    now[0] += DISCOVERY_MISS_TTL / 2
+    with pytest.raises(ClusterError, match="does not serve Widget"):  # the table read at 1000 still stands
+        client.object_path(ref)
+    now[0] += DISCOVERY_MISS_TTL
+    assert client.object_path(ref) == "/api/v1/namespaces/default/widgets/w1"
+    assert client.resource("v1", "ConfigMap") == ("configmaps", True)

@@ -99,7 +99,7 @@ def test_unreachable_api_server_fails_fast_with_one_line(tmp_path: Path) -> None
 def test_hanging_api_server_is_time_bounded(fake_kube: FakeKubeAPI, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     load_asgard_as_applied(fake_kube)
-    monkeypatch.setattr("syncer.kube.DEFAULT_TIMEOUTS", Timeouts(connect=1.0, read=1.0, total=2.0))
+    monkeypatch.setattr("syncer.kube.client.DEFAULT_TIMEOUTS", Timeouts(connect=1.0, read=1.0, total=2.0))
     fake_kube.hang_next(30, path_contains="/configmaps/", count=5)
     start = time.monotonic()
     code, out, err = diff(fake_kube.kubeconfig(tmp_path / "kubeconfig"))

@@ -33,6 +33,7 @@ from syncer.cli import main
 from syncer.forges.base import PullRequest
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
+from syncer.manifests import parse_documents
 from syncer.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings, StartupError
 from syncer.sidecar.loop import LoopSettings
@@ -56,7 +57,7 @@ def kubeconfig(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Pat
 
 
 def api_client(fake: FakeKubeAPI, tmp_path: Path, url: str | None = None) -> Any:
-    return kube_client(str(kubeconfig(fake, tmp_path, url)), None, pool_size=64)  # as `syncer run`: one per watch
+    return kube_client(str(kubeconfig(fake, tmp_path, url)), None, read_yaml=parse_documents, pool_size=64)  # as `syncer run`: one per watch
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
@@ -618,7 +619,10 @@ def test_unreachable_git_remote_at_start_is_not_ready_and_retried_never_an_exit(
         assert first.status_code == 503 and "starting: cloning the git remote failed" in first.text, first.text
         health = get("/healthz")
         assert health is not None and health.status_code == 200
-        time.sleep(3.5)  # backoff 1 s, 2 s: a few attempts, still running
+        # Backoff 1 s, 2 s: the second failed attempt (at 1 s) is said in /readyz; the
+        # process is still running, and the third attempt (2 s later) finds the remote.
+        wait_for(lambda: (r := answered()) is not None and "(2 attempt(s))" in r.text, timeout=30,
+                 what="the second failed attempt")
         assert proc.poll() is None
         git(tmp_path, "clone", "-q", "--bare", str(origin(agreed)), str(later))
         ready = wait_for(lambda: (r := get("/readyz")) is not None and r.status_code == 200 and r, timeout=40,

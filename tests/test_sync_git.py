@@ -189,7 +189,7 @@ def test_https_push_with_git_token_file(asgard_repo: Path, tmp_path: Path) -> No
         code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
                              "--mode", "commit", "--remote", f"{srv.url}/asgard.git", "--git-token-file",
                              str(token_file))
-    assert (code, err) == (0, ""), out
+    assert (code, err) == (0, ""), err + out
     assert "s3cr3t-git-token" not in out
     log = subprocess.run(["git", "--git-dir", str(root / "asgard.git"), "log", "--format=%an", "main"],
                          check=True, capture_output=True, text=True).stdout.split()

@@ -48,6 +48,9 @@ CORPUS = DATA / "corpus"
 FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml"))
 MERGE = "tag:yaml.org,2002:merge"
 STATS: dict[str, list[int]] = {"lines": [], "block": [], "flow_add": []}
+#: test_corpus_summary reads STATS, filled by the per-file tests: under pytest-xdist the whole
+#: module runs on one worker (`--dist loadgroup`, pyproject.toml).
+pytestmark = pytest.mark.xdist_group("yamledit_corpus")
 
 
 DOC_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)

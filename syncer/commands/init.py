@@ -16,8 +16,9 @@ from syncer.errors import ClusterError, ConfigError
 from syncer.gitsource import is_rendered, load_source
 from syncer.grants import installation_values
 from syncer.kube import context_namespace
+from syncer.kube.lists import named_items
 from syncer.live import KubeSource, LiveSource, SnapshotSource
-from syncer.manifests import default_installation, host_dir
+from syncer.manifests import default_installation, host_dir, parse_documents
 from syncer.model import ObjectRef
 from syncer.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
 
@@ -39,7 +40,7 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
             return [], str(exc)
         if found is not None:
             return [dict(o, kind="EndpointSlice", apiVersion=f"discovery.k8s.io/{version}")
-                    for o in found.get("items") or [] if isinstance(o, dict)], ""
+                    for _, o in named_items(found)], ""
     return [], "the API server serves no discovery.k8s.io EndpointSlices"
 
 
@@ -60,7 +61,8 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     # A kustomization: what kustomize renders (namespaces, kinds), not its files.
     ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace,
                                 SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
-                                None if args.namespace else context_namespace(args.kubeconfig, args.context))
+                                None if args.namespace else context_namespace(args.kubeconfig, args.context,
+                                                                               read_yaml=parse_documents))
     if is_rendered(repo, installation) and not args.namespace:
         ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
     namespace = ns_answer[0]

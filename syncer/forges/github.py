@@ -13,7 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from syncer.forges._http import ForgeClient, Params, TokenSource, excerpt
+from syncer.forges._client import ForgeClient
+from syncer.forges._http import Params, TokenSource, excerpt
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 

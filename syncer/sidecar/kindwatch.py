@@ -31,6 +31,7 @@ from typing import Any
 
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream
+from syncer.kube.lists import named_items
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
@@ -77,9 +78,8 @@ def list_collection(api: Kube, target: Collection, names: Iterable[str]) -> tupl
             raise ClusterError(f"{what}: the API server does not serve {target.path}", transient=False)
         meta = doc.get("metadata") or {}
         rv = rv or str(meta.get("resourceVersion") or "")
-        for item in doc.get("items") or []:
-            name = (item.get("metadata") or {}).get("name") if isinstance(item, dict) else None
-            if isinstance(name, str) and name in wanted:
+        for name, item in named_items(doc):
+            if name in wanted:
                 found[name] = {"apiVersion": target.api_version, "kind": target.kind, **item}
         del doc  # one page at a time in memory
         token = str(meta.get("continue") or "")

@@ -44,6 +44,7 @@ class _Entry:
     down_since: float | None = None  # stream broken since
     error: str | None = None  # permanent problem (403, kind not served)
     status: int | None = None  # the API status of ``error`` (401/403: the Role lacks the object)
+    raised: ClusterError | None = None  # raised as it is by ``get`` (an API not served: syncer/served.py)
 
 
 #: Distinct managedFields trees kept for sharing (cleared when full).
@@ -136,7 +137,7 @@ class LiveCache:
         with self._lock:
             entry = self._entries.setdefault(ref, _Entry())
             changed = digest != entry.digest or entry.error is not None
-            entry.obj, entry.down_since, entry.error = obj, None, None
+            entry.obj, entry.down_since, entry.error, entry.raised = obj, None, None, None
             if changed:
                 entry.digest, entry.changed_at = digest, now
                 self._dirty(now)
@@ -157,14 +158,16 @@ class LiveCache:
             if entry.down_since is None:
                 entry.down_since = self.clock()
 
-    def fail(self, ref: ObjectRef, message: str, status: int | None = None) -> None:
+    def fail(self, ref: ObjectRef, message: str, status: int | None = None, raised: ClusterError | None = None) -> None:
         """A problem a retry will not fix by itself (403, kind not served); ``status`` 401/403
-        makes ``get`` raise ``Refused`` (the Role lacks the object), anything else ClusterError."""
+        makes ``get`` raise ``Refused`` (the Role lacks the object), ``raised`` that error
+        itself (``served.NotServed``), anything else ClusterError."""
         with self._lock:
             entry = self._entries.setdefault(ref, _Entry())
             changed = entry.error != message
             entry.error = message
             entry.status = status
+            entry.raised = raised
             if changed:
                 self._dirty(self.clock())
         if changed:
@@ -206,6 +209,8 @@ class LiveCache:
             if entry is None:
                 raise ClusterError(f"{ref} is not watched", transient=True)
             if entry.error is not None:
+                if entry.raised is not None:
+                    raise entry.raised
                 if entry.status in (401, 403):
                     raise Refused(entry.error, entry.status, transient=False)
                 raise ClusterError(entry.error, transient=False)

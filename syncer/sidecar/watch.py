@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream, api_error
+from syncer.kube.lists import named_items
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
@@ -115,8 +116,8 @@ def list_object(api: Kube, target: Target) -> tuple[JSON | None, str]:
     if not rv:
         raise ClusterError(f"{what}: the list carries no resourceVersion", transient=True)
     found = None
-    for item in doc.get("items") or []:
-        if isinstance(item, dict) and (item.get("metadata") or {}).get("name") == target.ref.name:
+    for name, item in named_items(doc):
+        if name == target.ref.name:
             found = {"apiVersion": target.ref.api_version, "kind": target.ref.kind, **item}
     return found, rv
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
+from syncer import served
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, Kube
 from syncer.live import LIST_FROM, NEVER_LISTED
@@ -99,10 +100,11 @@ class WatchSet:
     def _start_collection(self, key: Key, members: set[ObjectRef]) -> None:
         first = min(members)
         try:
-            path = self.api.collection_path(first)
+            path = served.collection_path(self.api, first)
         except ClusterError as exc:  # discovery failed: try again at the next reconcile
             for ref in sorted(members):
-                self.cache.fail(ref, exc.message)
+                self.cache.fail(ref, exc.message, raised=served.NotServed(ref, self.api)
+                                if isinstance(exc, served.NotServed) else None)
             event(log, logging.WARNING, "cannot watch", ref=_label(key), error=exc.message)
             return
         for ref in members & set(self.watchers):  # the collection grew: its own watch takes over
@@ -125,7 +127,8 @@ class WatchSet:
             try:
                 target = target_for(self.api, ref)
             except ClusterError as exc:  # discovery failed: try again at the next reconcile
-                self.cache.fail(ref, exc.message)
+                found = served.not_served(self.api, ref, exc)
+                self.cache.fail(ref, exc.message, raised=found if isinstance(found, served.NotServed) else None)
                 failed.append((ref, exc.message))
                 continue
             self.cache.expect(ref)

@@ -37,6 +37,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.realapi)
+            # One worker runs the whole tier under pytest-xdist (`--dist loadgroup`): one
+            # cluster per run, as without xdist, not one per worker.
+            item.add_marker(pytest.mark.xdist_group("realapi"))
 
 
 def _run_build(config: pytest.Config) -> str:

@@ -212,6 +212,11 @@ def _timed_watch(core: client.CoreV1Api, namespace: str, **kwargs: Any) -> tuple
     return w, events
 
 
+#: timeoutSeconds of the bookmark test's watch (its bookmark comes 2 s before it ends), and of
+#: the quiet watch after it (a bookmark, were one sent, would come 1 s into it).
+WATCH_S, QUIET_S = 6, 3
+
+
 def test_watch_by_name_gets_added_modified_and_bookmark(namespace: str, admin_kubeconfig: Path) -> None:
     core = client.CoreV1Api(api_from(admin_kubeconfig))
     list_rv = core.list_namespaced_config_map(namespace).metadata.resource_version
@@ -240,7 +245,7 @@ def test_watch_by_name_gets_added_modified_and_bookmark(namespace: str, admin_ku
         field_selector="metadata.name=ollama-endpoint-manager",
         allow_watch_bookmarks=True,
         resource_version=list_rv,
-        timeout_seconds=10,
+        timeout_seconds=WATCH_S,
     )
     timer.join()
     types = [t for t, _, _ in events]
@@ -250,7 +255,7 @@ def test_watch_by_name_gets_added_modified_and_bookmark(namespace: str, admin_ku
     bookmarks = [(s, o) for t, s, o in events if t == "BOOKMARK"]
     assert bookmarks and set(types[2:]) == {"BOOKMARK"}, types
     at, bookmark = bookmarks[0]
-    assert 6.5 <= at <= 10, f"bookmark at {at}s of a 10 s watch"
+    assert WATCH_S - 3.5 <= at <= WATCH_S, f"bookmark at {at}s of a {WATCH_S} s watch"
     # A bookmark carries only kind/apiVersion and metadata.resourceVersion (+ a null
     # creationTimestamp). Its resourceVersion is the newest of the whole resource,
     # so it moves past the watched object's own: here to the unrelated ConfigMap's.
@@ -263,7 +268,7 @@ def test_watch_by_name_gets_added_modified_and_bookmark(namespace: str, admin_ku
         "watch-by-name-with-bookmarks.json",
         {
             "query": {"fieldSelector": "metadata.name=ollama-endpoint-manager", "allowWatchBookmarks": True,
-                      "timeoutSeconds": 10, "resourceVersion": "<list RV, before the create>"},
+                      "timeoutSeconds": WATCH_S, "resourceVersion": "<list RV, before the create>"},
             "events": [{"type": t, "seconds_after_start": s, "object": o} for t, s, o in events],
         },
         namespace,
@@ -276,7 +281,7 @@ def test_watch_by_name_gets_added_modified_and_bookmark(namespace: str, admin_ku
         field_selector="metadata.name=ollama-endpoint-manager",
         allow_watch_bookmarks=True,
         resource_version=changed["unrelated"],
-        timeout_seconds=4,
+        timeout_seconds=QUIET_S,
     )
     assert quiet == [], quiet
 
@@ -518,10 +523,11 @@ def test_state_record_of_5000_objects_and_the_configmap_size_limit(namespace: st
     from tests.test_state_lease import _many
 
     from syncer.kube import ApiError, kube_client
+    from syncer.manifests import parse_documents
     from syncer.model import ObjectRef
     from syncer.sidecar.state import ConfigMapStore
 
-    api = kube_client(str(admin_kubeconfig), None, pool_size=4)
+    api = kube_client(str(admin_kubeconfig), None, read_yaml=parse_documents, pool_size=4)
     big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "too-big", "namespace": namespace},
            "data": {"a": "x" * (1024 * 1024 + 1)}}
     with pytest.raises(ApiError) as info:

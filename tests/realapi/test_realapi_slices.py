@@ -31,7 +31,7 @@ import pytest
 from syncer.cli import main
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
-from syncer.manifests import load_manifests
+from syncer.manifests import load_manifests, parse_documents
 from syncer.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings
 from syncer.sidecar.loop import LoopSettings
@@ -171,9 +171,13 @@ def test_slices_one_shot_pick_cleared_undeclared(real_cluster: RealCluster, name
     assert git(work, "rev-parse", "origin/main") == head  # nothing written
 
 
+#: The flapping test's stableFor: each state lasts well under it, the whole run well over it.
+STABLE_FOR = 5.0
+
+
 def test_sidecar_on_slices_sleep_wake_flapping_gives_no_commit(real_cluster: RealCluster, namespace: str,
                                                                tmp_path: Path) -> None:
-    work = vanaheim_in(namespace, tmp_path, stable_for="8s")
+    work = vanaheim_in(namespace, tmp_path, stable_for=f"{STABLE_FOR:g}s")
     apply_all(real_cluster, work, namespace)
     admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
     posted: list[dict[str, Any]] = []
@@ -188,7 +192,7 @@ def test_sidecar_on_slices_sleep_wake_flapping_gives_no_commit(real_cluster: Rea
                         resync=600.0, tick=0.2)
     settings = SidecarSettings(loop=loop, listen=None, watch=WatchSettings(backoff_base=0.05, backoff_cap=0.5),
                                startup_timeout=20.0)
-    sc = Sidecar(kube_client(str(admin), None, pool_size=32), ws, settings, notifier=notifier)
+    sc = Sidecar(kube_client(str(admin), None, read_yaml=parse_documents, pool_size=32), ws, settings, notifier=notifier)
     sc.start()
     try:
         deadline = time.monotonic() + 30
@@ -196,7 +200,8 @@ def test_sidecar_on_slices_sleep_wake_flapping_gives_no_commit(real_cluster: Rea
             time.sleep(0.1)
         assert sc.loop.last is not None and sc.loop.last.outcome is not None
         assert sc.loop.last.outcome.result.in_sync, sc.loop.last.outcome.result.drifts
-        # Each state holds ~1.5 s (well under stableFor), long enough for a pass to see it.
+        # Each state holds ~1 s (well under stableFor, whose change times have whole seconds),
+        # long enough for a pass to see it.
         timeline: list[list[tuple[str, str | None, bool]]] = [
             [("mac-ollama-ipv4", "192.168.68.58", False)],  # asleep
             [("mac-ollama-ipv4", "192.168.68.58", True)],  # awake
@@ -214,8 +219,8 @@ def test_sidecar_on_slices_sleep_wake_flapping_gives_no_commit(real_cluster: Rea
             while sc.loop.passes == before and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert sc.loop.passes > before, "no pass saw the change"
-            time.sleep(1.0)
-        time.sleep(10)  # past stableFor after the last flap: still nothing to write
+            time.sleep(0.5)
+        time.sleep(STABLE_FOR + 1)  # past stableFor after the last flap: still nothing to write
         last = sc.loop.last
         assert last is not None and last.error is None and last.outcome is not None
         assert last.outcome.result.in_sync, last.outcome.result.drifts

@@ -1,5 +1,4 @@
-"""The fault-injected soak of ``syncer run``: the world it runs in (``world``) and its test.
-
-The driver (schedule, invariants, figures) is ``bench/soak.py``; ``test_soak.py`` runs it in
-its short CI mode.
+"""The fault-injected soak of ``syncer run``: the world it runs in (``world``), its driver
+(``driver``: schedule, invariants, figures) and its test; ``test_soak.py`` runs it in its short
+CI mode, ``python -m bench.soak`` (bench/soak.py) in its long one.
 """

@@ -1,4 +1,4 @@
-"""The fault-injected soak (``bench/soak.py``) in its short CI mode: nothing is lost.
+"""The fault-injected soak (``tests/soak/driver.py``) in its short CI mode: nothing is lost.
 
 Two real ``syncer run`` replicas, fake API server and GitHub on loopback, a real bare
 repository; a seeded schedule of edits, human commits, merges and faults, flap-only windows,
@@ -19,7 +19,7 @@ SEED = int(os.environ.get("SYNCER_SOAK_SEED", "1"))
 
 @pytest.mark.slow
 def test_soak_loses_nothing_under_faults(tmp_path: Path) -> None:
-    from bench.soak import CI_SECONDS, run_soak
+    from tests.soak.driver import CI_SECONDS, run_soak
 
     report = run_soak(CI_SECONDS, SEED, tmp_path, ci=True, say=lambda _: None)
     print(report.table())  # shown with -rP

@@ -15,7 +15,7 @@ processes, and the humans around them.
   not edited live), push once to syncer's branch, and merge the open pull request the way a
   reviewer does (fast-forward ``main`` to the branch, or a merge commit, then mark it merged).
 
-Nothing here decides *when* things happen: that is the driver's job (``bench/soak.py``).
+Nothing here decides *when* things happen: that is the driver's job (``driver.py``).
 """
 
 from __future__ import annotations

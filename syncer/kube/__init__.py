@@ -1,0 +1,27 @@
+"""The Kubernetes client: one seam for every request syncer sends to an API server.
+
+* ``errors``     the ``KubeError`` tree, ``api_error`` (a non-2xx answer), ``cause`` (a wire failure in words)
+* ``config``     ``Connection``: kubeconfig, credential plugins, in-cluster service account, TLS
+* ``transport``  ``Timeouts``, the deadline watchdog, keep-alive pools, the watch stream
+* ``client``     the ``Kube`` protocol callers see, and ``KubeClient``, the real one
+* ``lists``      ``named_items``: the objects of a LIST answer, by name
+
+Callers import from here (``from syncer.kube import Kube, KubeError``).
+"""
+
+from syncer import USER_AGENT
+from syncer.kube.client import JSON, MAX_BODY, Kube, KubeClient, WatchStream, kube_client
+from syncer.kube.config import (
+    IN_CLUSTER_DIR, SA_NAMESPACE_FILE, Connection, ReadYaml, context_namespace, load_connection,
+)
+from syncer.kube.errors import (
+    ApiError, ClusterUnreachable, Conflict, Gone, KubeError, Refused, TooLarge, Unparsable, api_error, cause,
+)
+from syncer.kube.transport import DEFAULT_TIMEOUTS, KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, Timeouts
+
+__all__ = [
+    "DEFAULT_TIMEOUTS", "IN_CLUSTER_DIR", "JSON", "KEEPALIVE_COUNT", "KEEPALIVE_IDLE", "KEEPALIVE_INTERVAL",
+    "MAX_BODY", "SA_NAMESPACE_FILE", "USER_AGENT", "ApiError", "ClusterUnreachable", "Conflict", "Connection",
+    "Gone", "Kube", "KubeClient", "KubeError", "ReadYaml", "Refused", "TooLarge", "Unparsable", "WatchStream",
+    "api_error", "cause", "context_namespace", "kube_client", "load_connection",
+]

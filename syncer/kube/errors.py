@@ -1,0 +1,109 @@
+"""Failed Kubernetes requests as our own errors, and what broke on the wire, in words.
+
+``KubeError`` and its subclasses (``ClusterUnreachable``, ``TooLarge``, ``Unparsable``, ``ApiError``,
+``Refused``, ``Conflict``, ``Gone``) are drawn in ``syncer.errors``' one tree.
+
+``api_error`` turns a non-2xx answer into one of them (the body truncated before it reaches a
+log line); ``cause`` names a transport failure (``connection refused``), not its class.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+
+import urllib3
+
+from syncer.errors import ClusterError
+
+
+class KubeError(ClusterError):
+    """A request to the API server failed."""
+
+    status: int | None = None
+
+
+class ClusterUnreachable(KubeError):
+    """No complete answer: connection refused or reset, TLS failure, a timeout or the deadline."""
+
+    transient = True
+
+
+class TooLarge(ClusterUnreachable):
+    """The answer was larger than the client accepts."""
+
+    transient = False
+
+
+class Unparsable(KubeError):
+    """The answer is over the nesting limit (``bounds``): that object cannot be read."""
+
+    transient = False
+
+
+class ApiError(KubeError):
+    """The API server answered, but not with success."""
+
+    def __init__(self, message: str, status: int, reason: str = "", *, transient: bool | None = None) -> None:
+        super().__init__(message, transient=transient)
+        self.status = status
+        self.reason = reason
+
+
+class Refused(ApiError):
+    """401 / 403: the credentials do not allow this request."""
+
+
+class Conflict(ApiError):
+    """409: a write lost a race (resourceVersion precondition) or the object already exists."""
+
+
+class Gone(ApiError):
+    """410: the resourceVersion we asked for is no longer in the server's history."""
+
+
+def api_error(status: int, body: object, what: str) -> ApiError:
+    """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes."""
+    if isinstance(body, dict):
+        message, reason = str(body.get("message") or ""), str(body.get("reason") or "")
+    else:
+        message, reason = (body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")), ""
+    message = " ".join(message.split())[:300]  # bodies are truncated before they reach a log line
+    if status == 410:
+        return Gone(f"{what}: resourceVersion expired (410): {message}", status, reason, transient=True)
+    if status in (401, 403):
+        return Refused(f"API server refused {what} ({status}): {message}", status, reason, transient=False)
+    if status == 409:
+        return Conflict(f"API server error on {what} ({status}): {message}", status, reason, transient=True)
+    transient = status == 429 or status >= 500
+    return ApiError(f"API server error on {what} ({status}): {message}", status, reason, transient=transient)
+
+
+def cause(exc: BaseException) -> str:
+    """What went wrong on the wire, in words (``connection refused``, ``cannot resolve host``,
+    ``timed out``, ``TLS: certificate verify failed``), not a class name such as NewConnectionError."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        current = current.__cause__ or current.__context__ or getattr(current, "reason", None)
+    for err in seen:  # the most specific first (urllib3's NewConnectionError is a ConnectTimeoutError)
+        if isinstance(err, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(err, ssl.SSLCertVerificationError):
+            return f"TLS: {err.verify_message or 'certificate verify failed'}"
+        if isinstance(err, ssl.SSLError):
+            return f"TLS: {err.reason or err}"
+        if isinstance(err, socket.gaierror):
+            return f"cannot resolve the host name ({err.strerror or err})"
+        if isinstance(err, ConnectionResetError):
+            return "connection reset by the server"
+        if isinstance(err, OSError) and err.strerror and not isinstance(err, TimeoutError):
+            return err.strerror[:1].lower() + err.strerror[1:]
+    for err in seen:
+        if isinstance(err, (TimeoutError, socket.timeout, urllib3.exceptions.TimeoutError)):
+            return "timed out"
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return "the connection broke off mid-answer"
+    return type(exc).__name__
+
