@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from syncer.engine import detect
+from syncer.gather import detect_live
 from syncer.live import SnapshotSource
 from syncer.report import commit_message, pr_body
 from syncer.sync import load_installation
@@ -38,7 +38,7 @@ def run(n: int, tmp: Path) -> dict[str, float]:
     loaded = load_installation(repo, "asgard")
     source = SnapshotSource([live], "ai")
     t0 = time.perf_counter()
-    result = detect(loaded.config, loaded.manifests, source, NOW)
+    result = detect_live(loaded.config, loaded.manifests, source, NOW)
     t1 = time.perf_counter()
     written = list(result.writable())
     plan_changes(repo, "asgard", written, loaded.manifests.objects)

@@ -64,7 +64,7 @@ def top_self(prof: Any, n: int) -> list[str]:
 
 def profile_scale(n: int) -> None:
     from bench.gen import init_repos, write_snapshot
-    from syncer.engine import detect
+    from syncer.gather import detect_live
     from syncer.live import SnapshotSource
     from syncer.sync import Mode, load_installation, select
     from syncer.writeback import plan_changes
@@ -76,7 +76,7 @@ def profile_scale(n: int) -> None:
         loaded = _profile(f"scale{n}-load", lambda: load_installation(inst.repo, "bench"))
         source = _profile(f"scale{n}-snapshot", lambda: SnapshotSource([snap], loaded.config.namespace))
         now = datetime.now(timezone.utc)
-        result = _profile(f"scale{n}-detect", lambda: detect(loaded.config, loaded.manifests, source, now))
+        result = _profile(f"scale{n}-detect", lambda: detect_live(loaded.config, loaded.manifests, source, now))
         _profile(f"scale{n}-plan", lambda: plan_changes(inst.repo, "bench", select(result, Mode.COMMIT),
                                                         loaded.manifests.objects))
 
@@ -138,6 +138,7 @@ def _detect_whatif(repo: Path, source: Any, reps: int) -> tuple[float, float]:
     import syncer.config as config_mod
     import syncer.engine as engine
     import syncer.normalize as norm
+    from syncer.gather import detect_live
     from syncer.sync import load_installation
 
     loaded = load_installation(repo, "bench")
@@ -147,7 +148,7 @@ def _detect_whatif(repo: Path, source: Any, reps: int) -> tuple[float, float]:
         best, result = float("inf"), None
         for _ in range(reps):
             t0 = time.perf_counter()
-            result = engine.detect(loaded.config, loaded.manifests, source, now)
+            result = detect_live(loaded.config, loaded.manifests, source, now)
             best = min(best, time.perf_counter() - t0)
         return best, result
 

@@ -64,7 +64,7 @@ def _maxrss_kib() -> int:
 def child(repo: Path, installation: str, snapshot: Path) -> dict[str, Any]:
     from datetime import datetime, timezone
 
-    from syncer.engine import detect
+    from syncer.gather import detect_live
     from syncer.live import SnapshotSource
     from syncer.sync import Mode, load_installation, select
     from syncer.writeback import plan_changes
@@ -80,7 +80,7 @@ def child(repo: Path, installation: str, snapshot: Path) -> dict[str, Any]:
     loaded = timed("manifests", lambda: load_installation(repo, installation))
     source = timed("snapshot", lambda: SnapshotSource([snapshot], loaded.config.namespace))
     now = datetime.now(timezone.utc)
-    result = timed("detect", lambda: detect(loaded.config, loaded.manifests, source, now))
+    result = timed("detect", lambda: detect_live(loaded.config, loaded.manifests, source, now))
     changes = timed("plan", lambda: plan_changes(repo, installation, select(result, Mode.COMMIT),
                                                  loaded.manifests.objects))
     out.update(objects=len(loaded.manifests.objects), drifts=len(result.drifts), errors=len(result.errors),

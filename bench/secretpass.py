@@ -1,4 +1,4 @@
-"""CPU time of the secret judgement (``engine._judge_secrets``) inside each sidecar pass at 5,000
+"""CPU time of the secret judgement (``engine.judge_secrets``) inside each sidecar pass at 5,000
 objects: the share of the pass that secret detection costs, measured in thread CPU time so a
 loaded machine (where the wall-clock pass of ``bench.sidecarpass`` is noise) still gives it.
 
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
 
     judging = [0.0]
     passes: list[tuple[float, float]] = []
-    real_judge, real_pass = engine._judge_secrets, Loop.run_pass
+    real_judge, real_pass = engine.judge_secrets, Loop.run_pass
 
     def timed_judge(*a: Any, **kw: Any) -> Any:
         t0 = time.thread_time()
@@ -41,13 +41,13 @@ def main(argv: list[str] | None = None) -> None:
         passes.append((time.thread_time() - t0, judging[0]))
         return out
 
-    engine._judge_secrets = timed_judge  # type: ignore[assignment]
+    engine.judge_secrets = timed_judge  # type: ignore[assignment]
     Loop.run_pass = timed_pass  # type: ignore[method-assign]
     try:
         with tempfile.TemporaryDirectory() as tmp:
             sidecarpass.measure(5000, rounds, Path(tmp))
     finally:
-        engine._judge_secrets, Loop.run_pass = real_judge, real_pass  # type: ignore[method-assign]
+        engine.judge_secrets, Loop.run_pass = real_judge, real_pass  # type: ignore[method-assign]
     changed = passes[1::2]  # after the first: a pass after a change, then one without
     print(f"first pass: {passes[0][0] * 1000:.1f} ms CPU, judging secrets {passes[0][1] * 1000:.2f} ms")
     print(f"pass after one live change ({len(changed)}): {statistics.median(p for p, _ in changed) * 1000:.1f} ms CPU "

@@ -203,6 +203,11 @@ class Caches:
     compared: Lru[Any, Any] = field(default_factory=_identity)
     #: engine: the trusted last-applied base of a live object, by identity.
     last_applied: Lru[Any, Any] = field(default_factory=_identity)
+    #: engine: the tracking of the last few manifests (compare order, Endpoints family, which
+    #: objects were found in sync: syncer/tracking.py), by the identity of their objects.
+    tracking: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
+    #: gather: the live objects detection reads (``objects_to_read``) of (manifests, config), by identity.
+    to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
     # -- the other modules' maps (issue #25, lane "caches") --
     #: manifests: each file's objects and errors by (path, namespace), with the file's stamp.
     files: Lru[tuple[str, str], FileParse] = field(default_factory=lambda: Lru(65_536))

@@ -26,18 +26,14 @@ from __future__ import annotations
 import functools
 import ipaddress
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from syncer.classify import decide, parse_time, provenance
-from syncer.diff import FieldDiff, compare
-from syncer.kinds import ALTERNATE_VERSIONS as ALTERNATE_VERSIONS  # its home is kinds; engine reads it here
+from syncer.diff import FieldDiff
 from syncer.kinds import ENDPOINTS_FAMILY
 from syncer.cache import Caches, by_identity
-from syncer.model import Direction, Drift, DriftClass, Edit, ObjectRef, Path, Track
+from syncer.model import DriftClass, ObjectRef, Path
 from syncer.normalize import is_ignored
-from syncer.values import address_list, describe_change
+from syncer.values import address_list
 
 SLICE = "EndpointSlice"
 ENDPOINTS = "Endpoints"
@@ -158,7 +154,7 @@ def all_addresses(kind: str, obj: Mapping[str, Any] | None) -> set[str]:
     if kind == SLICE:
         eps = obj.get("endpoints")
         for ep in eps if isinstance(eps, list) else []:
-            out |= _address_set(ep)
+            out |= address_set(ep)
         return out
     subsets = obj.get("subsets")
     for subset in subsets if isinstance(subsets, list) else []:
@@ -285,16 +281,6 @@ def as_v1(obj: dict[str, Any]) -> dict[str, Any]:
 # -- one object's differences, split and classified -----------------------------------
 
 
-@dataclass(frozen=True)
-class Binding:
-    """What an object of the family is judged against."""
-
-    service: str
-    candidates: set[str] | None  # None: no candidate list binds the Service
-    addresses: tuple[str, ...]  # the Service's ready addresses live (every slice judged together)
-    members: int = 1  # objects judged together (slices of the Service; 1 for an Endpoints)
-
-
 def split(kind: str, git: Mapping[str, Any], diffs: list[FieldDiff]) -> tuple[list[FieldDiff], list[FieldDiff]]:
     """(differences in where the Service points, every other difference).
 
@@ -333,98 +319,6 @@ def readiness_diff(kind: str, git: Mapping[str, Any], live: Mapping[str, Any], d
     return [FieldDiff(root, git.get(key), live.get(key), DriftClass.VALUE)]
 
 
-def _edit(fd: FieldDiff) -> Edit | None:
-    if fd.cls is DriftClass.ADDED:
-        return Edit(fd.path, fd.live, add=True)
-    if fd.cls is DriftClass.VALUE:
-        return Edit(fd.path, fd.live)
-    return None
-
-
-def _address_set(endpoint: Any) -> frozenset[str]:
+def address_set(endpoint: Any) -> frozenset[str]:
     addresses = endpoint.get("addresses") if isinstance(endpoint, dict) else None
     return frozenset(canonical(a) for a in addresses if isinstance(a, str)) if isinstance(addresses, list) else frozenset()
-
-
-def pick_edits(git: Mapping[str, Any], live: Mapping[str, Any], candidates: set[str]) -> tuple[Edit, ...]:
-    """The edits a slice's ``pick`` makes: exactly the endpoints it speaks of.
-
-    Written are the live endpoints that are ready with every address a candidate, plus a
-    not-ready one only where git already declares that endpoint not ready; a sleeping
-    backend's endpoint is never carried into git along with the pick. Each kept endpoint takes
-    the place of git's entry for the same addresses (unchanged, comments and all), a new one
-    the place of an entry whose addresses left -- so a changed address is one changed line
-    that keeps its comment -- and further ones are appended. Only when fewer endpoints remain
-    than git declares is the list written whole.
-    """
-    raw_git, raw_live = git.get("endpoints"), live.get("endpoints")
-    git_eps = raw_git if isinstance(raw_git, list) else []
-    live_eps = raw_live if isinstance(raw_live, list) else []
-    git_asleep = {_address_set(g) for g in git_eps if isinstance(g, dict) and not endpoint_ready(g)}
-    picked = []
-    for ep in live_eps:
-        addresses = _address_set(ep)
-        if not addresses:
-            continue
-        ready = endpoint_ready(ep)
-        if (ready and addresses <= candidates) or (not ready and addresses in git_asleep):
-            picked.append(ep)
-    slots: list[Any] = [None] * len(git_eps)
-    new: list[Any] = []
-    for ep in picked:
-        at = next((i for i, g in enumerate(git_eps) if slots[i] is None and _address_set(g) == _address_set(ep)), None)
-        if at is None:
-            new.append(ep)
-        else:
-            slots[at] = ep
-    for i in range(len(slots)):
-        if slots[i] is None and new:
-            slots[i] = new.pop(0)
-    if any(s is None for s in slots):  # fewer endpoints than git declares: no edit removes an item
-        return (Edit(("endpoints",), [s for s in slots if s is not None]),)
-    edits = [Edit(fd.path, fd.live) for fd in compare(SLICE, {"endpoints": git_eps}, {"endpoints": slots})
-             if fd.cls is DriftClass.VALUE]
-    edits += [Edit(("endpoints", len(git_eps) + n), ep, add=True) for n, ep in enumerate(new)]
-    if not git_eps and not isinstance(raw_git, list):  # git declares no list at all: set it whole
-        return (Edit(("endpoints",), new),) if new else ()
-    return tuple(edits)
-
-
-def nothing_to_pick(kind: str, git: Mapping[str, Any], live: Mapping[str, Any], binding: Binding) -> bool:
-    """Does a slice differ from git only in endpoints a ``pick`` never writes (not ready, not
-    declared), while the Service's ready addresses are candidates? Then where it points is as
-    git says: no drift (a sleeping backend's endpoint is no change to report, nor to commit)."""
-    if kind != SLICE or binding.candidates is None:
-        return False
-    if address_class(binding.addresses, binding.candidates) is not DriftClass.PICK:
-        return False
-    return pick_edits(git, live, binding.candidates) == ()
-
-
-def address_drift(ref: ObjectRef, file: str, git: Mapping[str, Any], live: dict[str, Any],
-                  diffs: list[FieldDiff], binding: Binding, dirn: Direction, track: Track, now: datetime,
-                  stable_for: float, observed_since: datetime | None) -> Drift:
-    """The one drift saying where the object now points, classified from the Service's address set."""
-    kind = ref.kind
-    cls = address_class(binding.addresses, binding.candidates)
-    if cls is DriftClass.VALUE and all(fd.cls is DriftClass.ADDED for fd in diffs):
-        cls = DriftClass.ADDED
-    root = address_root(kind)
-    manager, when = provenance(live, root)
-    changed = parse_time(when) or observed_since
-    action, reason = decide(kind, cls, dirn, track, changed, now, stable_for)
-    git_addrs = " ".join(ready_addresses(kind, git)) or None
-    live_addrs = " ".join(ready_addresses(kind, live)) or None
-    whole = f" in any of the {binding.members} slices of Service {binding.service}" if binding.members > 1 else ""
-    if cls is DriftClass.CLEARED:
-        detail = f"cleared (was {git_addrs}): no ready address{whole} since {when or 'unknown'}"
-    else:
-        detail = describe_change(git_addrs or "", live_addrs or "")
-        if binding.members > 1:
-            detail += f" (Service {binding.service} now: {' '.join(binding.addresses)})"
-    edits = tuple(e for e in map(_edit, diffs) if e is not None)
-    if kind == SLICE and cls is DriftClass.PICK and binding.candidates is not None:
-        edits = pick_edits(git, live, binding.candidates)
-    cands = frozenset(binding.candidates) if binding.candidates is not None else None
-    return Drift(ref, file, root, git_addrs, live_addrs, dirn, cls, action, manager, when, detail, reason, edits,
-                 service=binding.service, candidates=cands)

@@ -7,6 +7,9 @@ errors are translated at the boundaries with ``raise ... from``.
      │    └── StartupError         (sidecar.app) the sidecar cannot run as configured
      ├── ClusterError              the Kubernetes API or a snapshot file failed
      │    ├── InputRejected        (bounds) a live or state input over a size/depth limit
+     │    ├── Unreachable          (here) no complete answer: what detection raises (ClusterUnreachable is one)
+     │    ├── Forbidden            (here) 401 / 403: costs that object only (Refused is one)
+     │    ├── Unserved             (here) the object's API is not served (NotServed is one)
      │    └── KubeError            (kube) a request to the API server failed
      │         ├── ClusterUnreachable  no complete answer: refused, reset, timed out, TLS failure
      │         │    └── TooLarge       the answer grew past ``max_body`` bytes
@@ -80,3 +83,24 @@ class PullRequestExists(ForgeError):
         super().__init__(message)
         self.head = head
         self.base = base
+
+
+class Unreachable(ClusterError):
+    """No complete answer from the API server: nothing can be compared (``kube.ClusterUnreachable``)."""
+
+    transient = True
+
+
+class Unserved(ClusterError):
+    """The cluster does not serve the object's API (``served.NotServed``, decided by discovery):
+    ``ref`` the object; ``same_group`` the apiVersions of its own group that serve the kind,
+    ``other_groups`` one of another group that serves a kind of that name (both asked when
+    raised, so judging it reads nothing)."""
+
+    ref: object = None
+    same_group: tuple[str, ...] = ()
+    other_groups: tuple[str, ...] = ()
+
+
+class Forbidden(ClusterError):
+    """401 / 403: the account may not read or write this (``kube.Refused``)."""

@@ -112,7 +112,7 @@ def unreadable_message(ref: ObjectRef, exc: Exception, written: bool) -> str:
 def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
     """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
     from syncer.config import load_config
-    from syncer.engine import live_reads
+    from syncer.gather import live_reads
     from syncer.manifests import host_dir
     from syncer.sync import load_installation
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -40,9 +40,26 @@ class Lister(Protocol):
 
 
 class LiveSource(Protocol):
+    """Where live objects come from. Sources subclass it for the defaults of its capabilities
+    (``immutable``, ``prefetch``, ``other_versions``); ``syncer.gather`` is its one reader."""
+
+    #: ``get`` hands out objects that are never modified (replaced on change: the watch cache),
+    #: so detection may remember comparisons by their identity (``syncer.cache``).
+    immutable: bool = False
+
     def get(self, ref: ObjectRef) -> dict[str, Any] | None: ...
 
     def describe(self) -> str: ...
+
+    def prefetch(self, refs: Iterable[ObjectRef]) -> None:
+        """Read ``refs`` at once (lists, concurrent GETs) before ``get`` asks for them one by one;
+        by default nothing: each ``get`` reads."""
+        return None
+
+    def other_versions(self, ref: ObjectRef) -> Sequence[str]:
+        """Other apiVersions of the same group/kind the source holds ``ref`` in (a snapshot: the
+        API server converts between the versions it serves); by default none."""
+        return ()
 
 
 def _documents(text: str, display: str) -> list[Any]:
@@ -60,7 +77,7 @@ def _group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-class SnapshotSource:
+class SnapshotSource(LiveSource):
     """Live objects read from files; objects absent from every file are absent live."""
 
     def __init__(self, files: list[Path], default_namespace: str) -> None:
@@ -126,7 +143,7 @@ PAGE = 500
 NEVER_LISTED = frozenset({"Secret"})
 
 
-class KubeSource:
+class KubeSource(LiveSource):
     """Objects read from the API server through the ``Kube`` seam (syncer/kube/).
 
     ``prefetch`` reads a whole detection's objects at once: one paged LIST per kind and

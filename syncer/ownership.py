@@ -212,3 +212,28 @@ def not_stored(ref: ObjectRef, live: dict[str, Any], diffs: list[FieldDiff]) -> 
         notes.append(f"{ref}: the server did not store {format_path(fd.path)} (a field it does not know, or of a "
                      f"feature turned off): {who.manager} sent it, the live object lacks it; not a difference")
     return kept, notes
+
+
+#: Interactive tools a person edits a live object with (managedFields manager names). kubectl
+#: names its manager after the verb (``kubectl-edit``); k9s and Lens are the common consoles (Lens
+#: and other browser tools show up under their user agent, ``Mozilla``).
+_KUBECTL_EDITS = frozenset(f"kubectl-{verb}" for verb in ("edit", "patch", "set", "label", "annotate", "scale",
+                                                          "taint", "rollout"))
+_CONSOLES = ("k9s", "Mozilla", "lens")
+
+
+def added_by_person(who: Owner | None, appliers: Collection[str]) -> bool:
+    """Was a live-only list item (or label) added by a person, not by admission, a controller or the server?
+
+    Only an interactive editing tool's ``Update`` counts. Appliers and creators never do
+    (``kubectl-client-side-apply``, ``kubectl`` (server-side apply, and every verb of kubectl
+    < 1.19), ``kubectl-create``, ``kubectl-replace``, Helm, the configured ``appliers``, any
+    ``Apply`` operation): they send a whole object, and the server records everything mutating
+    admission added to it (default tolerations, injected sidecars and volumes) under that
+    request's manager -- on create, and on every update that admission mutates. An edit tool's
+    update is a person changing a field or two of an existing object, which admission rarely
+    touches.
+    """
+    if who is None or who.operation != "Update" or who.manager in appliers:
+        return False
+    return who.manager in _KUBECTL_EDITS or who.manager.startswith(_CONSOLES)

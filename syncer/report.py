@@ -18,7 +18,7 @@ _RESET = "\033[0m"
 
 
 def _hidden(drift: Drift) -> bool:
-    """Hide this drift's values? Detection judged secrets already (``engine._looks_secret``:
+    """Hide this drift's values? Detection judged secrets already (``secretpolicy.looks_secret``:
     key names with the config's ``secretKeys``, named list items, value shapes) and put
     ``‹redacted›`` in the drift; this second look, for drifts made elsewhere, applies the same
     key-name rule with the default patterns, so it never hides a field of the API such as

@@ -23,34 +23,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from syncer.errors import ClusterError
+from syncer.errors import ClusterError, Unserved
 from syncer.kube import ApiError, ClusterUnreachable, Kube
 from syncer.model import ObjectRef
 
-__all__ = ["NotServed", "collection_path", "not_served", "object_path", "outcome"]
+__all__ = ["NotServed", "collection_path", "not_served", "object_path"]
 
 
 def _group(api_version: str) -> str:
     return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
 
 
-class NotServed(ApiError):
-    """Discovery lacks the object's group-version, or the kind in it."""
+class NotServed(ApiError, Unserved):
+    """Discovery lacks the object's group-version, or the kind in it. Where else a kind of
+    that name is served is asked when it is raised (by the source, which does the reading), so
+    detection judges it without a request: ``engine.unserved_outcome``."""
 
     def __init__(self, ref: ObjectRef, kube: Kube) -> None:
         super().__init__(f"the cluster does not serve {ref.api_version} {ref.kind}", 404, "NotFound",
                          transient=False)
         self.ref = ref
-        self._kube = kube
-        self._found: dict[bool, list[str]] = {}
-
-    def served_as(self, other_groups: bool) -> list[str]:
-        """The apiVersions discovery serves a kind of this name under: in the object's own group
-        (``other_groups`` False: another version, ``batch/v1beta1`` for git's ``batch/v1``
-        CronJob) or in any other group (the first found). Asked once each."""
-        if other_groups not in self._found:
-            self._found[other_groups] = _serving(self._kube, self.ref, other_groups)
-        return self._found[other_groups]
+        self.same_group = tuple(_serving(kube, ref, other_groups=False))
+        self.other_groups = tuple(_serving(kube, ref, other_groups=True))
 
 
 def _versions(kube: Kube, group: str | None) -> list[str]:
@@ -113,20 +107,3 @@ def _path(kube: Kube, ref: ObjectRef, find: Callable[[ObjectRef], str]) -> str:
         if found is exc:
             raise
         raise found from exc
-
-
-def outcome(exc: NotServed, written: bool) -> tuple[bool, str]:
-    """(is it an error, the one line) for an object whose API the cluster does not serve;
-    ``written``: its kind is tracked ``writeback`` or ``stable``."""
-    ref = exc.ref
-    same = exc.served_as(other_groups=False)
-    hint = f" (it serves {ref.kind} as {', '.join(same)}: export or declare it in that version)" if same else ""
-    head = f"{ref}: the cluster does not serve {ref.api_version} {ref.kind}{hint}"
-    if not written:
-        return False, f"{head}: not compared"
-    others = exc.served_as(other_groups=True)
-    if others:
-        return False, (f"{head}: not compared (track.{ref.kind} writes back the {ref.kind} of {others[0]}, "
-                       "which it serves)")
-    return True, (f"{head}: its kind is written back (track.{ref.kind}), so it is not synced; install its API "
-                  f"(the CRD) or track {ref.kind} as report")

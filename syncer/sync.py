@@ -18,21 +18,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from syncer import endpoints
 from syncer import untracked
 from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode, load_config
-from syncer.engine import BaseStore, detect
-from syncer.errors import GitError, SyncerError
+from syncer.cache import Caches
+from syncer.gather import BaseStore, detect_live
+from syncer.errors import GitError
 from syncer.gitrepo import Workspace
 from syncer.history import GitHistory
-from syncer.kinds import list_items
 from syncer.live import Lister, LiveSource
 from syncer.gitsource import load_source, verified
 from syncer.manifests import Manifests, host_dir
-from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Result
+from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
 from syncer.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
 from syncer.writeback import FileChange, plan_changes, write_changes
 
@@ -118,8 +118,8 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     loaded = load_installation(repo, installation, config, caches=caches)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))
-    result = detect(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
-                    history=history)
+    result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
+                         history=history, caches=caches)
     result = with_untracked(loaded, result, source, caches)
     result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
@@ -211,69 +211,11 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
 
 
 def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> tuple[list[Drift], list[str]]:
-    """Endpoints (and EndpointSlice) picks already proposed on the open branch, kept while the
-    backend is away; and one line for each branch version refused.
+    """Endpoints picks already proposed on the open branch ``rev``, kept while the backend is
+    away; and one line for each branch version refused (the judgement: ``binding.keep_proposed``)."""
+    from syncer.binding import keep_proposed
 
-    A pick proposed earlier is still the best value known when its Endpoints is cleared (the
-    host sleeps) or re-made and not yet stable again; dropping it would rewrite the branch
-    and the PR at every sleep/wake flap. The edits are recomputed from base to the branch's
-    version, so the branch's bytes come out identical.
-
-    The branch is only a memory, and anyone who can push may write it: a version is kept only
-    while every address it adds is among the candidates of its binding as this detection read
-    them (``Drift.candidates``), and only its address part is taken (never ports or other fields).
-    An address in no candidate list is never carried, whoever the commit says wrote it.
-    """
-    from syncer.diff import compare
-    from syncer.endpoints import address_root, all_addresses, is_address_path, is_family, ready_addresses
-    from syncer.manifests import object_ref
-    from syncer.yamlread import parse_documents
-    from syncer.normalize import normalize
-    from syncer.values import describe_change
-
-    kept: list[Drift] = []
-    refused: list[str] = []
-    texts: dict[str, list[Any]] = {}
-    for d in result.drifts:
-        if not is_family(d.ref.kind) or d.path != address_root(d.ref.kind) or d.action is Action.WRITE \
-                or d.ref not in manifests.objects:
-            continue
-        if d.cls is not DriftClass.CLEARED and d.action is not Action.WAIT:
-            continue
-        obj = manifests.objects[d.ref]
-        if obj.file not in texts:
-            try:
-                texts[obj.file] = parse_documents(ws.git("show", f"{rev}:{obj.file}"), obj.file)
-            except SyncerError:
-                texts[obj.file] = []
-        proposed = None
-        for doc in texts[obj.file]:
-            items = list_items(doc)
-            for cand in items if items is not None else [doc]:
-                try:
-                    if isinstance(cand, dict) and object_ref(cand, obj.ref.namespace, obj.file) == d.ref:
-                        proposed = cand
-                except SyncerError:
-                    continue
-        if proposed is None:
-            continue
-        added = all_addresses(d.ref.kind, proposed) - all_addresses(d.ref.kind, obj.data)
-        outside = sorted(added - d.candidates) if d.candidates is not None else sorted(added)
-        if outside:
-            refused.append(f"{d.ref}: the open branch points it at {' '.join(outside)}, in no candidate list "
-                           f"{'bound to Service ' + d.service if d.candidates is not None else '(none binds it)'}; "
-                           "not kept")
-            continue
-        fds = compare(d.ref.kind, normalize(obj.data), normalize(proposed))
-        edits = tuple(Edit(fd.path, fd.live, add=fd.cls is DriftClass.ADDED) for fd in fds
-                      if fd.cls in (DriftClass.VALUE, DriftClass.ADDED) and is_address_path(d.ref.kind, fd.path))
-        if not edits:
-            continue
-        live = " ".join(ready_addresses(d.ref.kind, proposed)) or None
-        kept.append(replace(d, live=live, cls=DriftClass.PICK, action=Action.WRITE, edits=edits,
-                            detail=describe_change(d.git or "", live or ""),
-                            reason="kept from the open pull request while the backend is away or not yet stable"))
-    return kept, refused
+    return keep_proposed(result, manifests, lambda file: ws.git("show", f"{rev}:{file}"))
 
 
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,

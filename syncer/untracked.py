@@ -27,7 +27,7 @@ from typing import Any
 
 from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode
-from syncer.engine import secret_fields
+from syncer.secretpolicy import secret_fields
 from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN
 from syncer.kube import Refused
 from syncer.live import Lister

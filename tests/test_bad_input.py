@@ -174,7 +174,7 @@ def test_live_object_of_unexpected_shape(tmp_path: Path) -> None:
 
 def test_live_metadata_of_the_wrong_type_costs_only_that_object() -> None:
     from syncer.config import load_config
-    from syncer.engine import detect
+    from syncer.gather import detect_live
     from syncer.live import SnapshotSource
     from syncer.manifests import load_manifests
     from syncer.model import ObjectRef
@@ -182,10 +182,9 @@ def test_live_metadata_of_the_wrong_type_costs_only_that_object() -> None:
     live = SnapshotSource([EXAMPLE_LIVE], "ai")
     live.objects[ObjectRef("v1", "Endpoints", "ai", "mac-ollama")]["metadata"]["annotations"] = ["odd"]
     config = load_config(ROOT / "hosts" / "asgard", "asgard", "x")
-    result = detect(config, load_manifests(ROOT, "asgard", "ai"), live, NOW)
+    result = detect_live(config, load_manifests(ROOT, "asgard", "ai"), live, NOW)
     assert [e.message for e in result.errors] == [
-        "Endpoints/ai/mac-ollama: live object has an unexpected shape (AttributeError: 'list' object has no "
-        "attribute 'get')"]
+        "Endpoints/ai/mac-ollama: live object has an unexpected shape: metadata.annotations is a list, not a mapping"]
     assert {d.ref.name for d in result.drifts} == {"ollama-endpoint-manager", "m1-ollama"}
 
 

@@ -618,7 +618,7 @@ def test_init_chart_values_grant_exactly_what_the_config_reads(helm: str, tmp_pa
     import io
 
     from syncer.cli import main
-    from syncer.engine import live_reads
+    from syncer.gather import live_reads
     from syncer.sync import load_installation
 
     out = io.StringIO()

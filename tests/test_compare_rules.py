@@ -524,7 +524,7 @@ def test_a_write_that_does_not_read_back_exactly_aborts_that_file(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from syncer import yamledit
     from syncer.config import load_config
-    from syncer.engine import detect
+    from syncer.gather import detect_live
     from syncer.live import SnapshotSource
     from syncer.manifests import load_manifests
     from syncer.sync import Mode, select
@@ -537,7 +537,7 @@ def test_a_write_that_does_not_read_back_exactly_aborts_that_file(tmp_path: Path
                              "  Deployment: writeback\n")
     config = load_config(work / "hosts" / "t", "t")
     manifests = load_manifests(work, "t", config.namespace)
-    result = detect(config, manifests, SnapshotSource([snap], "apps"), NOW)
+    result = detect_live(config, manifests, SnapshotSource([snap], "apps"), NOW)
     drifts = select(result, Mode.PR)
     assert len(drifts) == 2
     # An editor that also changes something nobody asked for, in one of the two files:

@@ -15,8 +15,8 @@ import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
 from syncer import endpoints
-from syncer.engine import detect
-from syncer.live import SnapshotSource
+from syncer.gather import detect_live
+from syncer.live import LiveSource, SnapshotSource
 from syncer.model import Action, DriftClass, ObjectRef, Result
 from syncer.sync import load_installation
 from syncer.writeback import plan_changes
@@ -46,7 +46,7 @@ def live() -> SnapshotSource:
 def run(repo: Path, live: SnapshotSource, installation: str = "vanaheim") -> tuple[Result, dict[str, str]]:
     """Detect, then plan the writable drifts: (result, {file: new text})."""
     loaded = load_installation(repo, installation)
-    result = detect(loaded.config, loaded.manifests, live, NOW)
+    result = detect_live(loaded.config, loaded.manifests, live, NOW)
     changes = plan_changes(repo, installation, result.writable(), loaded.manifests.objects)
     return result, {c.file: c.new for c in changes}
 
@@ -262,7 +262,7 @@ def test_a_v1beta1_snapshot_serves_a_v1_manifest(repo: Path) -> None:
     assert result.errors == ()
 
 
-class _Refusing:
+class _Refusing(LiveSource):
     """A live source whose API server refuses one object (a Role missing its name)."""
 
     def __init__(self, inner: SnapshotSource, refused: ObjectRef) -> None:
@@ -282,7 +282,7 @@ class _Refusing:
 def test_a_slice_that_cannot_be_read_costs_only_itself(repo: Path, live: SnapshotSource) -> None:
     point(live, IPV4, ep("192.168.68.75", ready=True))
     loaded = load_installation(repo, "vanaheim")
-    result = detect(loaded.config, loaded.manifests, _Refusing(live, IPV6), NOW)  # type: ignore[arg-type]
+    result = detect_live(loaded.config, loaded.manifests, _Refusing(live, IPV6), NOW)
     assert [(d.ref.name, d.cls.value) for d in result.drifts if d.ref == IPV4] == [("mac-ollama-ipv4", "pick")]
     assert [e.message for e in result.errors] == [f"{IPV6}: API server refused get {IPV6} (403): forbidden"]
 

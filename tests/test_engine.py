@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
+from tests.gathered import gathered
 
 from syncer.config import load_config
 from syncer.engine import detect
@@ -21,7 +22,7 @@ from syncer.model import Action, Direction, DriftClass, ObjectRef
 def _detect(live: SnapshotSource, now=NOW):  # type: ignore[no-untyped-def]
     config = load_config(ROOT / "hosts" / "asgard", "asgard")
     manifests = load_manifests(ROOT, "asgard", config.namespace)
-    return detect(config, manifests, live, now)
+    return detect(config, gathered(config, manifests, live.objects), now)
 
 
 @pytest.fixture
@@ -122,7 +123,7 @@ def test_git_side_edit_is_pending_apply_not_reverted(live: SnapshotSource, tmp_p
     obj = replace(manifests.objects[ref], data=copy.deepcopy(manifests.objects[ref].data))
     obj.data["data"]["M1_ADDRS"] = "100.127.6.21"  # a human's commit, not applied yet
     manifests = replace(manifests, objects={**manifests.objects, ref: obj})
-    result = detect(config, manifests, live, NOW)
+    result = detect(config, gathered(config, manifests, live.objects), NOW)
     d = [d for d in result.drifts if d.path_text == "data.M1_ADDRS"][0]
     assert (d.direction, d.action) == (Direction.GIT, Action.REPORT)
     assert "pending apply" in d.reason

@@ -60,8 +60,13 @@ def test_the_drawing_puts_each_syncer_error_under_its_real_base() -> None:
     classes = _exception_classes()
     parents = _drawn_tree()
     assert set(parents) == {n for n, c in classes.items() if issubclass(c, errors.SyncerError)} - {"SyncerError"}
+    lines = {m.group(1): m.group(0) for m in re.finditer(r"[├└]── (\w+).*", errors.__doc__ or "")}
     for name, parent in parents.items():
-        assert classes[name].__bases__ == (classes[parent],), f"{name} is drawn under {parent}"
+        first, *more = classes[name].__bases__
+        assert first is classes[parent], f"{name} is drawn under {parent}"
+        for extra in more:  # a second base (a marker detection catches: Forbidden, Unreachable) is named on its line
+            assert f"{name} is one" in lines[extra.__name__] or f"also an {extra.__name__}" in lines[name] \
+                or f"also a {extra.__name__}" in lines[name], f"{name}'s base {extra.__name__} is not named"
 
 
 def test_the_tree_is_drawn_nowhere_else() -> None:

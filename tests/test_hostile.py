@@ -313,14 +313,14 @@ def test_secret_values_never_reach_webhooks(asgard_repo: Path, tmp_path: Path) -
     import httpx
     from tests.fakes.webhook import Receiver
 
-    from syncer.engine import detect
+    from syncer.gather import detect_live
     from syncer.live import SnapshotSource
     from syncer.notify import Notifier
     from syncer.sync import load_installation
 
     _with_secret_config(asgard_repo)
     loaded = load_installation(asgard_repo, "asgard")
-    result = detect(loaded.config, loaded.manifests, SnapshotSource([_secret_live(tmp_path)], "ai"), NOW)
+    result = detect_live(loaded.config, loaded.manifests, SnapshotSource([_secret_live(tmp_path)], "ai"), NOW)
     receiver = Receiver()
     try:
         with httpx.Client() as client:
@@ -539,7 +539,7 @@ def test_add_keys_in_one_edit_reads_back_like_one_by_one(text: str) -> None:
 
 def test_10000_keys_added_live_are_planned_in_one_pass(tmp_path: Path) -> None:
     """Was: 2,000 added keys took 5.5 s and 8,000 took 127 s (``add_key`` walked the document per key)."""
-    from syncer.engine import detect
+    from syncer.gather import detect_live
     from syncer.live import SnapshotSource
     from syncer.sync import load_installation
     from syncer.writeback import plan_changes
@@ -549,7 +549,7 @@ def test_10000_keys_added_live_are_planned_in_one_pass(tmp_path: Path) -> None:
     edit_cm(items)["data"].update({f"ADDED_{i}": f"value {i}" for i in range(10_000)})
     loaded = load_installation(repo, "asgard")
     start = time.monotonic()
-    result = detect(loaded.config, loaded.manifests, SnapshotSource([live_file(tmp_path, items)], "ai"), NOW)
+    result = detect_live(loaded.config, loaded.manifests, SnapshotSource([live_file(tmp_path, items)], "ai"), NOW)
     changes = plan_changes(repo, "asgard", result.writable(), loaded.manifests.objects)
     assert time.monotonic() - start < 60  # a hang guard only: the measurement is in bench/RESULTS.md
     [change] = [c for c in changes if c.file.endswith("ollama-endpoint-manager.yaml")]
@@ -940,7 +940,7 @@ def test_secret_looking_annotation_and_label_names_of_any_kind_are_judged_like_c
     """Was: only ConfigMap data keys were judged by name, so a Deployment's ``vault-token``
     annotation was copied into git while the report showed it redacted."""
     from syncer.diff import FieldDiff
-    from syncer.engine import _judge_secrets
+    from syncer.secretpolicy import judge_secrets
     from syncer.model import DriftClass
     from syncer.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
 
@@ -949,7 +949,7 @@ def test_secret_looking_annotation_and_label_names_of_any_kind_are_judged_like_c
     plain = FieldDiff(("metadata", "annotations", "team"), "a", "b", DriftClass.VALUE)
     added = FieldDiff(("metadata", "labels"), None, {"api-key": "k", "tier": "web"}, DriftClass.ADDED)
     field = FieldDiff(("spec", "template", "spec", "automountServiceAccountToken"), True, False, DriftClass.VALUE)
-    judged = _judge_secrets("Deployment", [changed, plain, added, field], PATTERNS)
+    judged = judge_secrets("Deployment", [changed, plain, added, field], PATTERNS)
     why = {(fd.path, str(fd.live)): w for fd, w in judged}
     assert why[(changed.path, "s3cr3t")] == "key name 'vault-token'"
     assert why[(plain.path, "b")] is None
@@ -1119,14 +1119,14 @@ def test_a_secret_nested_in_a_whole_item_added_live_is_never_copied_nor_shown(as
 ])
 def test_secrets_are_looked_for_at_any_depth_of_a_whole_value(value: Any, why: str | None) -> None:
     from syncer.diff import FieldDiff
-    from syncer.engine import _judge_secrets
+    from syncer.secretpolicy import judge_secrets
     from syncer.model import DriftClass
     from syncer.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
 
     fd = FieldDiff(("spec", "items", 1), None, value, DriftClass.ADDED)
-    assert _judge_secrets("Deployment", [fd], PATTERNS) == [(fd, why)]
+    assert judge_secrets("Deployment", [fd], PATTERNS) == [(fd, why)]
     removed = FieldDiff(("spec", "items", 1), value, None, DriftClass.REMOVED)
-    assert _judge_secrets("Deployment", [removed], PATTERNS) == [(removed, why)]
+    assert judge_secrets("Deployment", [removed], PATTERNS) == [(removed, why)]
 
 
 def test_a_deeply_nested_object_from_the_api_costs_only_itself() -> None:

@@ -21,13 +21,14 @@ from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from syncer import engine, manifests
-from syncer.cache import Caches
+from syncer import manifests
 from syncer.yamledit import _tree as yamledit_tree
 from syncer.classify import parse_time
 from syncer.config import Config, load_config
+from syncer.cache import Caches
 from syncer.errors import ClusterError
-from syncer.live import SnapshotSource
+from syncer.gather import detect_live
+from syncer.live import LiveSource, SnapshotSource
 from syncer.manifests import Manifests, host_dir, load_manifests
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Path as ObjPath, Result
 from syncer.sidecar.livecache import LiveCache
@@ -38,7 +39,7 @@ MAC = ObjectRef("v1", "Endpoints", "ai", "mac-ollama")
 M1 = ObjectRef("v1", "Endpoints", "ai", "m1-ollama")
 
 
-class Fresh:
+class Fresh(LiveSource):
     """The same live objects, without the promise that they are never modified: ``detect``
     then remembers nothing and compares every object."""
 
@@ -117,10 +118,10 @@ class World:
     def detect(self, *, config: Config | None = None, since: Mapping[ObjectRef, datetime] | None = None) -> Result:
         """Incremental and from-scratch detection on the same inputs: they must agree."""
         cfg = config or self.config
-        incremental = engine.detect(cfg, self.manifests, self.cache, self.now, store=self.store,
-                                    observed_since=since)
-        scratch = engine.detect(cfg, self.manifests, Fresh(self.cache), self.now, store=self.store,
-                                observed_since=since)
+        incremental = detect_live(cfg, self.manifests, self.cache, self.now, store=self.store,
+                                  observed_since=since, caches=self.caches)
+        scratch = detect_live(cfg, self.manifests, Fresh(self.cache), self.now, store=self.store,
+                              observed_since=since)
         assert incremental == scratch
         return incremental
 
@@ -132,18 +133,17 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     return World(tmp_path)
 
 
-@pytest.fixture
-def compared(monkeypatch: pytest.MonkeyPatch) -> list[ObjectRef]:
-    """The objects actually compared (not known in sync), in order."""
-    seen: list[ObjectRef] = []
-    real = engine._object_drifts
+class Counted:
+    """What one detection did, as ``Caches.counters()`` tells: objects judged afresh (their
+    last-applied base looked up: not known in sync) and objects compared anew (not remembered)."""
 
-    def counting(obj: Any, *args: Any, **kwargs: Any) -> list[Drift]:
-        seen.append(obj.ref)
-        return real(obj, *args, **kwargs)
-
-    monkeypatch.setattr(engine, "_object_drifts", counting)
-    return seen
+    def __init__(self, world: World) -> None:
+        before = world.caches.counters()
+        self.result = detect_live(world.config, world.manifests, world.cache, world.now, store=world.store,
+                                  caches=world.caches)
+        after = world.caches.counters()
+        self.judged = sum(after["last_applied"][:2]) - sum(before["last_applied"][:2])
+        self.compared = after["compared"][1] - before["compared"][1]
 
 
 def _drift(result: Result, ref: ObjectRef) -> Drift:
@@ -151,29 +151,27 @@ def _drift(result: Result, ref: ObjectRef) -> Drift:
 
 
 def _only_incremental(world: World) -> Result:
-    return engine.detect(world.config, world.manifests, world.cache, world.now, store=world.store)
+    return Counted(world).result
 
 
-def test_a_pass_after_one_change_compares_that_object_and_the_ones_with_differences(
-        world: World, compared: list[ObjectRef]) -> None:
+def test_a_pass_after_one_change_compares_that_object_and_the_ones_with_differences(world: World) -> None:
     first = _only_incremental(world)
     drifted = {d.ref for d in first.drifts}
     assert drifted and set(first.checked) - drifted  # some in sync, some not
-    compared.clear()
-    assert _only_incremental(world) == first
-    assert set(compared) == drifted  # nothing in sync compared again
+    again = Counted(world)
+    assert again.result == first
+    assert (again.judged, again.compared) == (len(drifted), 0)  # nothing in sync judged, nothing compared again
     svc = ObjectRef("v1", "Service", "ai", "mac-ollama")
+    assert svc not in drifted
     edited = world.live(svc)
     edited["spec"]["ports"][0]["port"] = 8080
     world.put(svc, edited)
-    compared.clear()
-    after = _only_incremental(world)
-    assert set(compared) == drifted | {svc} and any(d.ref == svc for d in after.drifts)
-    assert world.detect() == after
+    after = Counted(world)
+    assert (after.judged, after.compared) == (len(drifted) + 1, 1) and any(d.ref == svc for d in after.result.drifts)
+    assert world.detect() == after.result
 
 
-def test_a_change_of_a_candidate_list_re_evaluates_the_endpoints_bound_to_it(
-        world: World, compared: list[ObjectRef]) -> None:
+def test_a_change_of_a_candidate_list_re_evaluates_the_endpoints_bound_to_it(world: World) -> None:
     before = world.detect()
     assert _drift(before, MAC).cls is DriftClass.PICK
     live_addr = _drift(before, MAC).live
@@ -188,14 +186,12 @@ def test_a_change_of_a_candidate_list_re_evaluates_the_endpoints_bound_to_it(
     assert _drift(world.detect(), MAC).cls is DriftClass.PICK
 
 
-def test_an_endpoints_in_sync_still_fails_when_its_candidate_configmap_cannot_be_read(
-        world: World, compared: list[ObjectRef]) -> None:
+def test_an_endpoints_in_sync_still_fails_when_its_candidate_configmap_cannot_be_read(world: World) -> None:
     world.put(MAC, world.as_git(MAC))
     first = world.detect()
     assert MAC in first.checked and not any(d.ref == MAC for d in first.drifts)
-    compared.clear()
-    _only_incremental(world)
-    assert MAC not in compared  # known in sync: not compared again ...
+    again = Counted(world)  # known in sync: not judged again ...
+    assert again.judged == len({d.ref for d in first.drifts}) and again.compared == 0
     world.cache.fail(CM, "configmaps \"ollama-endpoint-manager\" is forbidden")
     after = world.detect()  # ... yet an unreadable candidate list still costs it, as before
     assert MAC not in after.checked and any(str(MAC) in e.message for e in after.errors)
@@ -203,16 +199,16 @@ def test_an_endpoints_in_sync_still_fails_when_its_candidate_configmap_cannot_be
     assert MAC in world.detect().checked
 
 
-def test_a_change_in_git_re_evaluates_the_objects_of_that_file(world: World, compared: list[ObjectRef]) -> None:
+def test_a_change_in_git_re_evaluates_the_objects_of_that_file(world: World) -> None:
     first = world.detect()
     path = world.repo / "hosts" / "asgard" / "ollama-backends.yaml"
     path.write_text(path.read_text().replace("targetPort: 11434", "targetPort: 11435", 1))
     world.manifests = world.load()
-    compared.clear()
-    _only_incremental(world)
+    again = Counted(world)
     in_file = {r for r, o in world.manifests.objects.items() if o.file.endswith("ollama-backends.yaml")}
     drifted = {d.ref for d in first.drifts}
-    assert set(compared) == in_file | drifted and in_file - drifted  # the other file's objects: not again
+    assert in_file - drifted  # the other file's objects: not judged again
+    assert (again.judged, again.compared) == (len(in_file | drifted), len(in_file))
     after = world.detect()
     changed = [d for d in after.drifts if d.path == ("spec", "ports", 0, "targetPort")]
     assert changed and changed[0] not in first.drifts

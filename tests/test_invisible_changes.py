@@ -15,7 +15,7 @@ from tests.test_hostile_values import _commit
 def test_invisible_and_lookalike_changes_are_visible_and_said(asgard_repo: Path, tmp_path: Path) -> None:
     """Was: ``fast`` + U+200B and ``db.іnternal`` (a Cyrillic і) read exactly like git's values
     in the text output, the commit message and the PR body."""
-    from syncer.engine import detect
+    from syncer.gather import detect_live
     from syncer.live import SnapshotSource
     from syncer.notify import slack_text
     from syncer.report import pr_body
@@ -35,7 +35,7 @@ def test_invisible_and_lookalike_changes_are_visible_and_said(asgard_repo: Path,
     assert "Latin and Cyrillic letters in one word: U+0456" in text
     assert "\u00a0" not in text and "differs only by U+00A0 NO-BREAK SPACE" in text
     loaded = load_installation(asgard_repo, "asgard")
-    result = detect(loaded.config, loaded.manifests, SnapshotSource([live], "ai"), NOW)
+    result = detect_live(loaded.config, loaded.manifests, SnapshotSource([live], "ai"), NOW)
     body = pr_body(result, result.writable(), "syncer diff asgard")
     assert "\u200b" not in body and "differs only by U+200B" in body and "U+0456" in body
     chat = slack_text("pr.opened", {"installation": "asgard", "drifts": [d.to_json() for d in result.drifts]})

@@ -24,7 +24,7 @@ from tests.test_compare_rules import _diff, _mf, _pr, _repo
 
 from syncer import kinds, ownership
 from syncer.diff import compare
-from syncer.engine import _added_by_person
+from syncer.ownership import added_by_person
 from syncer.manifests import parse_documents
 from syncer.model import DriftClass
 from syncer.normalize import normalize
@@ -97,7 +97,7 @@ def _compare(live: dict[str, Any], git: str = GIT) -> dict[str, tuple[DriftClass
     obj = parse_documents(git, "web.yaml")[0]
     appliers = ownership.DEFAULT_APPLIERS
     diffs = compare("Deployment", normalize(obj), normalize(live), (),
-                    ownership.moved_by(live, appliers, lambda who: _added_by_person(who, appliers)))
+                    ownership.moved_by(live, appliers, lambda who: added_by_person(who, appliers)))
     return {".".join(map(str, d.path)): (d.cls, d.live) for d in diffs}
 
 
@@ -261,6 +261,6 @@ def test_a_key_inside_an_atomic_list_a_person_patched_is_still_a_default() -> No
                              "max": {"cpu": "3"}}]}}
     appliers = ownership.DEFAULT_APPLIERS
     diffs = compare("LimitRange", normalize(git), normalize(live), (),
-                    ownership.moved_by(live, appliers, lambda who: _added_by_person(who, appliers)))
+                    ownership.moved_by(live, appliers, lambda who: added_by_person(who, appliers)))
     assert [(d.path, d.cls, d.live) for d in diffs] == [
         (("spec", "limits", 0, "max", "cpu"), DriftClass.VALUE, "3")]

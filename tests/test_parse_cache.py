@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
-from syncer import engine, manifests
+from syncer import manifests
 from syncer.cache import Caches
 from syncer.config import load_config
+from syncer.gather import detect_live
 from syncer.live import SnapshotSource
 from syncer.manifests import host_dir, load_manifests
 from syncer.sidecar.livecache import LiveCache
@@ -77,22 +78,24 @@ def test_comparisons_are_remembered_only_for_a_source_of_unmodified_objects(
         cache.put(ref, obj)
     caches = Caches()
     found = load_manifests(repo, "asgard", config.namespace, caches=caches)
-    engine._COMPARED.clear()
-    before = engine._COMPARED.misses
-    a = engine.detect(config, found, cache, NOW)
+
+    def compared() -> tuple[int, int]:  # (hits, misses) of the remembered comparisons
+        hits, misses, _ = caches.counters()["compared"]
+        return hits, misses
+
+    a = detect_live(config, found, cache, NOW, caches=caches)
     tracked = len(a.checked)
-    assert engine._COMPARED.misses - before == tracked
-    hits = engine._COMPARED.hits
-    b = engine.detect(config, load_manifests(repo, "asgard", config.namespace, caches=caches), cache, NOW)
-    assert b == a and engine._COMPARED.hits - hits == tracked  # nothing compared again
+    assert compared() == (0, tracked)
+    b = detect_live(config, load_manifests(repo, "asgard", config.namespace, caches=caches), cache, NOW, caches=caches)
+    assert b == a and compared() == (tracked, tracked)  # nothing compared again
     # One live change: one comparison again.
     ref = next(r for r in a.checked if r.kind == "ConfigMap")
     changed = dict(snapshot.objects[ref], data={**snapshot.objects[ref].get("data", {}), "NEW": "1"})
     cache.put(ref, changed)
-    misses = engine._COMPARED.misses
-    c = engine.detect(config, load_manifests(repo, "asgard", config.namespace, caches=caches), cache, NOW)
-    assert engine._COMPARED.misses - misses == 1 and c != a
+    _, misses = compared()
+    c = detect_live(config, load_manifests(repo, "asgard", config.namespace, caches=caches), cache, NOW, caches=caches)
+    assert compared()[1] - misses == 1 and c != a
     # A snapshot (objects a test may modify in place) is never remembered.
-    misses = engine._COMPARED.misses
-    engine.detect(config, found, snapshot, NOW)
-    assert engine._COMPARED.misses == misses
+    before = compared()
+    detect_live(config, found, snapshot, NOW, caches=caches)
+    assert compared() == before

@@ -14,7 +14,7 @@ import ssl
 
 import urllib3
 
-from syncer.errors import ClusterError
+from syncer.errors import ClusterError, Forbidden, Unreachable
 
 
 class KubeError(ClusterError):
@@ -23,7 +23,7 @@ class KubeError(ClusterError):
     status: int | None = None
 
 
-class ClusterUnreachable(KubeError):
+class ClusterUnreachable(KubeError, Unreachable):
     """No complete answer: connection refused or reset, TLS failure, a timeout or the deadline."""
 
     transient = True
@@ -50,7 +50,7 @@ class ApiError(KubeError):
         self.reason = reason
 
 
-class Refused(ApiError):
+class Refused(ApiError, Forbidden):
     """401 / 403: the credentials do not allow this request."""
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from syncer.errors import ClusterError
 from syncer.kube import Refused
+from syncer.live import LiveSource
 from syncer.model import ObjectRef
 from syncer.normalize import normalize
 
@@ -86,7 +87,7 @@ def _digest(obj: dict[str, Any] | None) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class LiveCache:
+class LiveCache(LiveSource):
     #: A watch down for longer than this makes its object "unknown" rather than stale data:
     #: a minute covers a reconnect with backoff, or an API server restart.
     STALE_AFTER = 60.0

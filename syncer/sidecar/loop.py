@@ -42,9 +42,10 @@ from syncer.classify import parse_time, provenance
 from syncer.config import Config
 from syncer.endpoints import address_root
 from syncer.errors import ClusterError, ConfigError
+from syncer.gather import objects_to_read
 from syncer.gitrepo import Workspace
 from syncer.logs import event
-from syncer.model import ObjectRef, Track
+from syncer.model import ObjectRef
 from syncer.sidecar.decisions import log_decisions
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
@@ -88,20 +89,14 @@ class LoopSettings:
 
 
 def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> set[ObjectRef]:
-    """What to watch: every declared object not ignored, plus the candidate lists' ConfigMaps.
-    Remembered in ``caches.tracked`` while the manifests and config stay the same objects (no
-    file changed: syncer/manifests.py); None: computed each time."""
+    """What to watch: what detection reads (``gather.objects_to_read``). Remembered in
+    ``caches.tracked`` while the manifests and config stay the same objects (no file changed:
+    syncer/manifests.py); None: computed each time."""
     if caches is None:
-        return _tracked(loaded)
+        return set(objects_to_read(loaded.config, loaded.manifests))
     refs: frozenset[ObjectRef] = by_identity(caches.tracked, (loaded.manifests, loaded.config), "tracked",
-                                             lambda: frozenset(_tracked(loaded)))
+                                             lambda: frozenset(objects_to_read(loaded.config, loaded.manifests)))
     return set(refs)
-
-
-def _tracked(loaded: Loaded) -> set[ObjectRef]:
-    refs = {ref for ref in loaded.manifests.objects if loaded.config.track_for(ref.kind) is not Track.IGNORE}
-    refs |= {ObjectRef("v1", "ConfigMap", c.namespace, c.config_map) for c in loaded.config.candidates}
-    return refs
 
 
 class Loop:

@@ -68,6 +68,8 @@ class PassRunner:
         self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
+        #: what the installation remembers between passes (syncer/cache.py), one per installation
+        self.caches = caches if caches is not None else Caches()
 
     def run(self, reason: str, leader: bool, now: float, schedule: Schedule) -> PassReport:
         """One pass at ``now``; a failure is reported in the result (``error``, ``stage``) and

@@ -145,7 +145,7 @@ def ref_key(ref: ObjectRef) -> str:
 
 
 class ConfigMapStore:
-    """A ``BaseStore`` (see ``engine``) backed by one key of a ConfigMap the sidecar owns."""
+    """A ``BaseStore`` (see ``gather``) backed by one key of a ConfigMap the sidecar owns."""
 
     def __init__(self, api: Kube, namespace: str, installation: str, name: str = DEFAULT_NAME) -> None:
         self.api, self.namespace, self.name, self.installation = api, namespace, name, installation
