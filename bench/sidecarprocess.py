@@ -25,6 +25,7 @@ the bare remote (a merge patch of ``data.LOG_LEVEL`` as ``kubectl edit`` sends, 
 ref change); log lines written and how many are warnings.
 
     python -m bench.sidecarprocess [--n 5000] [--baseline main] [--steady 20] [--variants before,kind,names]
+                                   [--server-arg=--http2-max-streams-per-connection=100]
     python -m bench --only sidecarprocess      # 5,000 objects, no baseline
 """
 
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, Section, git, git_env, median, proc_sample, read_ref, rmtree, spread
-from bench.kubediff import KUBECTL, _env, _run, start_cluster, write_installation
+from bench.kubediff import KUBECTL, _env, _run, apiserver_binary, start_cluster, write_installation
 from tests.realapi.cluster import RealCluster
 
 DEBOUNCE = 2.0
@@ -253,7 +254,8 @@ def measure(cluster: RealCluster, variant: Variant, repo: Path, ns: str, kubecon
 
 
 def run(quick: bool, workdir: Path, n: int = 5000, baseline: str | None = None, steady: float = 20.0,
-        variants: tuple[str, ...] = ("before", "kind", "names"), edits: int = EDITS) -> Section:
+        variants: tuple[str, ...] = ("before", "kind", "names"), edits: int = EDITS,
+        server_args: tuple[str, ...] = ()) -> Section:
     sec = Section("sidecarprocess", f"9. `syncer run` process at {n:,} tracked objects on the real API server")
     if not Path(KUBECTL).exists():
         sec.row("kubectl", f"not measured: {KUBECTL} is missing (bash .ci/helm.sh installs it)")
@@ -261,7 +263,8 @@ def run(quick: bool, workdir: Path, n: int = 5000, baseline: str | None = None, 
     if baseline is None:
         variants = tuple(v for v in variants if v != "before")
     workdir.mkdir(parents=True, exist_ok=True)
-    cluster = start_cluster(workdir)
+    cluster = (RealCluster(apiserver_binary(), workdir=workdir / "cluster", audit=True,
+                           extra_apiserver_args=list(server_args)).start() if server_args else start_cluster(workdir))
     results: list[dict[str, Any]] = []
     try:
         ns = cluster.create_namespace("scale")
@@ -332,10 +335,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--steady", type=float, default=20.0)
     ap.add_argument("--variants", default="before,kind,names")
     ap.add_argument("--edits", type=int, default=EDITS, help="live edits after the steady window")
+    ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
+                    help="an extra kube-apiserver flag (e.g. --http2-max-streams-per-connection=100)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="syncer-bench-proc-") as tmp:
-        sec = run(False, Path(tmp), args.n, args.baseline, args.steady, tuple(args.variants.split(",")), args.edits)
+        sec = run(False, Path(tmp), args.n, args.baseline, args.steady, tuple(args.variants.split(",")), args.edits,
+                  tuple(args.server_arg))
     for r in sec.rows:
         print(f"| {r.metric} | {r.value} | {r.goal}{'' if r.ok is None else (' ✅' if r.ok else ' ❌')} | {r.note} |")
     for note in sec.notes:

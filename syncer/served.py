@@ -47,20 +47,10 @@ class NotServed(ApiError, Unserved):
         self.other_groups = tuple(_serving(kube, ref, other_groups=True))
 
 
-def _versions(kube: Kube, group: str | None) -> list[str]:
-    """Every group-version discovery lists (``group`` None), or those of one group."""
-    if group == "":
-        return ["v1"]
-    doc = kube.call("GET", f"/apis/{group}" if group else "/apis", what="discovery of API groups") or {}
-    groups = [doc] if group else doc.get("groups") or []
-    return [str(v.get("groupVersion")) for g in groups if isinstance(g, dict)
-            for v in g.get("versions") or [] if isinstance(v, dict) and v.get("groupVersion")]
-
-
 def _serving(kube: Kube, ref: ObjectRef, other_groups: bool) -> list[str]:
     own = _group(ref.api_version)
     try:
-        candidates = (["v1", *_versions(kube, None)] if other_groups else _versions(kube, own))
+        candidates = (["v1", *kube.group_versions(None)] if other_groups else kube.group_versions(own))
     except ClusterUnreachable:
         raise
     except ClusterError:

@@ -205,3 +205,13 @@ def test_a_collection_that_grows_past_the_threshold_gets_its_own_watch(world: tu
     finally:
         ws.stop()
     time.sleep(0.1)
+
+
+def test_a_reconcile_after_stop_starts_no_watch(world: tuple[FakeKubeAPI, Any]) -> None:
+    """A pass still running while the sidecar stops may ask for watches: none is started (it
+    would never be stopped)."""
+    _, api = world
+    ws = WatchSet(api, LiveCache(), FAST, list_from=8)
+    ws.stop()
+    ws.reconcile([ref(i) for i in range(9)] + [ref(11)])
+    assert ws.kinds == {} and ws.watchers == {}

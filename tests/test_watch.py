@@ -171,6 +171,7 @@ def test_backoff_is_exponential_capped_and_jittered(tmp_path: Path) -> None:
     settings = WatchSettings(backoff_base=0.5, backoff_cap=30.0)
     assert [settings.backoff(n, lambda: 1.0) for n in range(1, 10)] == [0.5, 1, 2, 4, 8, 16, 30, 30, 30]
     assert settings.backoff(3, lambda: 0.25) == 0.5
+    assert settings.backoff(5000, lambda: 1.0) == 30  # hours of failures: capped, never an OverflowError
     # Against a port nobody listens on: every attempt fails, each sleep longer, up to the cap.
     with FakeKubeAPI() as gone:
         api = api_client(gone, tmp_path)

@@ -67,6 +67,8 @@ class Kube(Protocol):
 
     def resource(self, api_version: str, kind: str) -> tuple[str, bool]: ...
 
+    def group_versions(self, group: str | None) -> list[str]: ...
+
     def collection_path(self, ref: ObjectRef) -> str: ...
 
     def object_path(self, ref: ObjectRef) -> str: ...
@@ -113,6 +115,7 @@ class KubeClient:
         #: groupVersion -> (kind -> (plural, namespaced), when discovery answered)
         self._resources: dict[str, tuple[dict[str, tuple[str, bool]], float]] = {}
         self._lock = threading.Lock()
+        self._groups: dict[str | None, tuple[list[str], float]] = {}
         self.clock = time.monotonic  # replaced by tests
 
     @property
@@ -259,6 +262,23 @@ class KubeClient:
             # A KubeError: it costs the objects of that kind only, never the whole run.
             raise ApiError(f"the API server does not serve {kind} in {api_version}", 404, "NotFound", transient=False)
         return table[kind]
+
+    def group_versions(self, group: str | None) -> list[str]:
+        """The group-versions discovery lists: of every group (``group`` None) or of one
+        (``""``: the core ``v1``). Asked again after ``DISCOVERY_MISS_TTL`` like a missing kind."""
+        if group == "":
+            return ["v1"]
+        with self._lock:
+            cached = self._groups.get(group)
+        if cached is not None and self.clock() - cached[1] < DISCOVERY_MISS_TTL:
+            return cached[0]
+        doc = self.call("GET", f"/apis/{group}" if group else "/apis", what="discovery of API groups") or {}
+        groups = [doc] if group else doc.get("groups") or []
+        found = [str(v.get("groupVersion")) for g in groups if isinstance(g, dict)
+                 for v in g.get("versions") or [] if isinstance(v, dict) and v.get("groupVersion")]
+        with self._lock:
+            self._groups[group] = (found, self.clock())
+        return found
 
     def served(self, api_version: str, kind: str) -> tuple[str, str, bool]:
         """(apiVersion, plural, namespaced) the server serves ``kind`` under: ``api_version``, or

@@ -30,12 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from syncer.errors import ClusterError
-from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream
+from syncer.kube import ApiError, Gone, Kube, WatchStream
 from syncer.kube.lists import named_items
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
-from syncer.sidecar.watch import WatchSettings, last_manager, stream
+from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
+from syncer.sidecar.watch import last_manager, stream
 
 log = logging.getLogger("syncer.watch")
 
@@ -90,7 +91,7 @@ def list_collection(api: Kube, target: Collection, names: Iterable[str]) -> tupl
     return found, rv
 
 
-class KindWatcher:
+class KindWatcher(Retrying):
     """Keeps the tracked objects of one collection current in the cache (until ``stop``)."""
 
     def __init__(self, api: Kube, target: Collection, refs: Iterable[ObjectRef], cache: LiveCache,
@@ -101,16 +102,15 @@ class KindWatcher:
         """``on_refused`` is called on a 403; True: the objects are watched another way, stop."""
         self.api, self.target, self.cache, self.settings = api, target, cache, settings
         self.on_restart, self.on_error, self.on_refused = on_restart, on_error, on_refused
-        self.rand = rand
         self._names: dict[str, ObjectRef] = {r.name: r for r in refs}
+        self.retry = Retry(cache, settings, target.label, lambda: self._names.values(), on_restart=on_restart,
+                           on_error=on_error, rand=rand, quiet_refusals=False)
         self._relist = False
         self.stopped = threading.Event()
         self._sleep = sleep or self.stopped.wait
-        #: As ``ObjectWatcher.first``: set once the first list and watch were answered.
-        self.first = threading.Event()
-        self.first_error: ApiError | None = None
         self._raw: WatchStream | None = None
         self._thread: threading.Thread | None = None
+
 
     @property
     def refs(self) -> list[ObjectRef]:
@@ -167,7 +167,6 @@ class KindWatcher:
 
     def run(self) -> None:
         rv: str | None = None
-        failures = 0
         while not self.stopped.is_set():
             try:
                 if rv is None or self._relist:
@@ -176,25 +175,14 @@ class KindWatcher:
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
                     if self.stopped.is_set():
                         break
-                    failures = 0
+                    self.retry.answered()
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                     if etype != "BOOKMARK":
                         self._event(etype, obj)
                     self.cache.api_reached()
                 continue  # timeoutSeconds passed, or a new name asked for a list: go on
-            except Gone as exc:
-                if self.stopped.is_set():
-                    break
-                event(log, logging.INFO, "watch history expired; re-listing", ref=self.target.label,
-                      error=exc.message)
-                rv = None
-                failures += 1
-                error: ClusterError = exc
-            except ClusterError as exc:
-                error = exc
-            except (OSError, ValueError) as exc:
-                error = ClusterUnreachable(f"watch {self.target.label}: connection lost ({type(exc).__name__})",
-                                           transient=True)
+            except (ClusterError, OSError, ValueError) as exc:
+                error = as_cluster_error(exc, self.target.label)
             finally:
                 self._raw = None
             if self.stopped.is_set():
@@ -203,29 +191,8 @@ class KindWatcher:
                 self.stopped.set()
                 self.first.set()
                 break
-            failures += 0 if isinstance(error, Gone) else 1
-            self._failed(error)
-            self.on_restart()
-            if not (isinstance(error, Gone) and failures == 1):
-                self._sleep(self.settings.backoff(failures, self.rand))
-
-    def _failed(self, error: ClusterError) -> None:
-        if isinstance(error, Gone):
-            return
-        status = error.status if isinstance(error, ApiError) else None
-        self.on_error()
-        refs = list(self._names.values())
-        if status in (401, 403) or not error.transient:
-            for ref in refs:
-                self.cache.fail(ref, error.message, status)
-            if isinstance(error, ApiError) and status in (401, 403) and not self.first.is_set():
-                self.first_error = error
-        else:
-            for ref in refs:
-                self.cache.stream_down(ref)
-        if status is None or status >= 500 or status == 429:
-            self.cache.api_unreachable(error.message)
-        else:
-            self.cache.api_reached()
-        self.first.set()
-        event(log, logging.WARNING, "watch failed; reconnecting", ref=self.target.label, error=error.message)
+            if isinstance(error, Gone):
+                rv = None
+            delay = self.retry.after(error)
+            if delay > 0:
+                self._sleep(delay)

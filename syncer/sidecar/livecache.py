@@ -114,7 +114,6 @@ class LiveCache(LiveSource):
         self.api_error: str | None = None
         #: Where ``list_objects`` lists from (the API server; set by the sidecar).
         self.lister: "Lister | None" = None
-        self.api_error_at: float | None = None
 
     # -- the watch side -------------------------------------------------------------
 
@@ -180,11 +179,11 @@ class LiveCache(LiveSource):
 
     def api_unreachable(self, message: str) -> None:
         with self._lock:
-            self.api_error, self.api_error_at = message, self.clock()
+            self.api_error = message
 
     def _reached(self, now: float) -> None:
         self.api_ok_at = now
-        self.api_error = self.api_error_at = None
+        self.api_error = None
 
     def _dirty(self, now: float) -> None:
         self.version += 1

@@ -34,11 +34,12 @@ from typing import Any, Protocol
 
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
-from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, WatchStream, api_error
+from syncer.kube import ApiError, Gone, Kube, WatchStream, api_error
 from syncer.kube.lists import named_items
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
 
 log = logging.getLogger("syncer.watch")
 
@@ -49,28 +50,6 @@ MAX_LINE = 16 * 1024 * 1024
 
 __all__ = ["ApiError", "Gone", "ObjectWatcher", "Target", "Watched", "WatchSettings", "api_error", "lines",
            "list_object", "stream", "target_for"]
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    #: An API server that does not accept a connection within 5 s is down for us.
-    connect_timeout: float = 5.0
-    #: Client-side inactivity limit on a watch. A v1.20 API server sends no BOOKMARK on an idle
-    #: watch until its ``timeoutSeconds`` nears, so silence is normal: a dead peer is found by
-    #: TCP keepalive instead (syncer/kube.py), and this only backs it up (a proxy that keeps the
-    #: TCP connection but swallowed the stream).
-    read_timeout: float = 3700.0
-    #: Server-side lifetime of one watch request: an idle object costs one request per hour.
-    watch_seconds: int = 3600
-    #: Reconnect backoff: full jitter over base * 2**n, capped, so N replicas that lost the
-    #: same API server do not come back in lockstep.
-    backoff_base: float = 0.5
-    backoff_cap: float = 30.0
-    #: Extra time, past ``watch_seconds``, the client gives the server to end a watch itself.
-    grace: float = 60.0
-
-    def backoff(self, failures: int, rand: Callable[[], float]) -> float:
-        return float(rand()) * min(self.backoff_cap, self.backoff_base * 2.0 ** max(0, failures - 1))
 
 
 @dataclass(frozen=True)
@@ -109,7 +88,11 @@ def target_for(kube: Kube, ref: ObjectRef) -> Target:
 def list_object(api: Kube, target: Target) -> tuple[JSON | None, str]:
     """The object (``None`` when absent) and the list's resourceVersion to watch from."""
     what = f"list {target.ref}"
-    doc = api.call("GET", target.path, query=target.query, what=what)
+    return listed(target, api.call("GET", target.path, query=target.query, what=what), what)
+
+
+def listed(target: Target, doc: JSON | None, what: str) -> tuple[JSON | None, str]:
+    """``list_object``'s answer from the list ``doc`` (``None``: not served)."""
     if doc is None:
         raise ClusterError(f"{what}: the API server does not serve {target.path}", transient=False)
     rv = str((doc.get("metadata") or {}).get("resourceVersion") or "")
@@ -138,12 +121,34 @@ def lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield bytes(buf).strip()
 
 
+def decode_event(line: bytes, what: str) -> tuple[str, JSON] | None:
+    """One line of a watch: (type, object), ``None`` for a type syncer does not use; an ``ERROR``
+    event raises its ``ApiError`` (410: ``Gone``)."""
+    try:  # a custom resource nested too deeply is this watch's error, never a RecursionError
+        ev = load_json(line.decode("utf-8"), what, max_bytes=MAX_LINE)
+    except ValueError:
+        raise ClusterError(f"{what}: malformed event line", transient=True) from None
+    etype, obj = ev.get("type"), ev.get("object")
+    if not isinstance(obj, dict):
+        return None
+    if etype == "ERROR":
+        raise api_error(int(obj.get("code") or 500), obj, what)
+    if etype in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
+        return str(etype), obj
+    return None
+
+
+def watch_query(target: Watched, rv: str, settings: WatchSettings) -> list[tuple[str, str]]:
+    """The query of a watch of ``target`` from ``rv``, with bookmarks, ended by the server."""
+    return [*target.query, ("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(settings.watch_seconds))]
+
+
 def stream(api: Kube, target: Watched, rv: str, settings: WatchSettings,
            on_open: Callable[[WatchStream], None] | None = None) -> Iterator[tuple[str, JSON]]:
     """Events (type, object) of one watch from ``rv``; ends when the server ends the watch."""
     what = f"watch {target.label}"
-    query = [*target.query, ("watch", "1"), ("resourceVersion", rv), ("allowWatchBookmarks", "true"),
-             ("timeoutSeconds", str(settings.watch_seconds))]
+    query = watch_query(target, rv, settings)
     ws = api.open_watch(target.path, query, what=what, budget=settings.watch_seconds + settings.grace,
                         idle=settings.read_timeout)
     if on_open is not None:
@@ -152,17 +157,9 @@ def stream(api: Kube, target: Watched, rv: str, settings: WatchSettings,
     chunks = ws.chunks()
     try:
         for line in lines(chunks):
-            try:  # a custom resource nested too deeply is this watch's error, never a RecursionError
-                ev = load_json(line.decode("utf-8"), what, max_bytes=MAX_LINE)
-            except ValueError:
-                raise ClusterError(f"{what}: malformed event line", transient=True) from None
-            etype, obj = ev.get("type"), ev.get("object")
-            if not isinstance(obj, dict):
-                continue
-            if etype == "ERROR":
-                raise api_error(int(obj.get("code") or 500), obj, what)
-            if etype in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK"):
-                yield str(etype), obj
+            ev = decode_event(line, what)
+            if ev is not None:
+                yield ev
         complete = True
     finally:
         if not complete:
@@ -178,24 +175,21 @@ def last_manager(obj: JSON) -> str | None:
     return str(newest.get("manager")) if newest and newest.get("manager") else None
 
 
-class ObjectWatcher:
-    """Keeps one object current in the cache, forever (until ``stop``)."""
+class ObjectWatcher(Retrying):
+    """Keeps one object current in the cache, forever (until ``stop``), in a thread of its own."""
 
     def __init__(self, api: Kube, target: Target, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
                  on_restart: Callable[[], None] = lambda: None, on_error: Callable[[], None] = lambda: None,
                  sleep: Callable[[float], None] | None = None, rand: Callable[[], float] = random.random) -> None:
         self.api, self.target, self.cache, self.settings = api, target, cache, settings
         self.ref = target.ref
-        self.on_restart, self.on_error = on_restart, on_error
-        self.rand = rand
+        self.retry = Retry(cache, settings, str(self.ref), lambda: (self.ref,), on_restart=on_restart,
+                           on_error=on_error, rand=rand)
         self.stopped = threading.Event()
         self._sleep = sleep or self.stopped.wait
-        #: Set once the first list and watch were answered, well or not; ``first_error`` holds
-        #: a refusal (401/403) of either, which makes startup fail.
-        self.first = threading.Event()
-        self.first_error: ApiError | None = None
         self._raw: WatchStream | None = None
         self._thread: threading.Thread | None = None
+
 
     def start(self) -> "ObjectWatcher":
         self._thread = threading.Thread(target=self.run, name=f"watch {self.ref}", daemon=True)
@@ -221,7 +215,6 @@ class ObjectWatcher:
 
     def run(self) -> None:
         rv: str | None = None
-        failures = 0
         while not self.stopped.is_set():
             try:
                 if rv is None:
@@ -232,52 +225,29 @@ class ObjectWatcher:
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
                     if self.stopped.is_set():
                         break
-                    failures = 0
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    if etype != "BOOKMARK" and self.cache.put(self.ref, None if etype == "DELETED" else obj):
-                        # a change arrived (not a re-list): the pass that handles it says what it decided
-                        event(log, logging.INFO, "event", ref=self.ref, type=etype, manager=last_manager(obj))
-                    self.cache.api_reached()
+                    rv = watched(self.cache, self.ref, self.retry, etype, obj, rv)
                 continue  # the server closed the watch after timeoutSeconds: go on from rv
-            except Gone as exc:
-                if self.stopped.is_set():
-                    break
-                event(log, logging.INFO, "watch history expired; re-listing", ref=self.ref, error=exc.message)
-                rv = None  # never watch again at the expired version
-                failures += 1
-                error: ClusterError = exc
-            except ClusterError as exc:
-                error = exc
-            except (OSError, ValueError) as exc:
-                error = ClusterUnreachable(f"watch {self.ref}: connection lost ({type(exc).__name__})", transient=True)
+            except (ClusterError, OSError, ValueError) as exc:
+                error = as_cluster_error(exc, str(self.ref))
             finally:
                 self._raw = None
             if self.stopped.is_set():
                 break
-            failures += 0 if isinstance(error, Gone) else 1
-            self._failed(error)
-            self.on_restart()
-            if not (isinstance(error, Gone) and failures == 1):  # the first re-list after 410 is immediate
-                self._sleep(self.settings.backoff(failures, self.rand))
+            if isinstance(error, Gone):
+                rv = None  # never watch again at the expired version
+            self._sleep_for(self.retry.after(error))
 
-    def _failed(self, error: ClusterError) -> None:
-        status = error.status if isinstance(error, ApiError) else None
-        if isinstance(error, Gone):
-            return
-        self.on_error()
-        if status in (401, 403) or not error.transient:
-            self.cache.fail(self.ref, error.message, status)
-            if isinstance(error, ApiError) and status in (401, 403) and not self.first.is_set():
-                self.first_error = error
-        else:
-            self.cache.stream_down(self.ref)
-        if status is None or status >= 500 or status == 429:  # down or overloaded: not usable
-            self.cache.api_unreachable(error.message)
-        else:  # it answered (403, 404): reachable, this object has a problem of its own
-            self.cache.api_reached()
-        self.first.set()
-        if status in (401, 403):  # retried quietly (a grant added later is picked up); the pass
-            # that cannot compare it says so once, naming the grant (Loop._log_outcome)
-            event(log, logging.DEBUG, "cannot read; retrying with backoff", ref=self.ref, error=error.message)
-            return
-        event(log, logging.WARNING, "watch failed; reconnecting", ref=self.ref, error=error.message)
+    def _sleep_for(self, delay: float) -> None:
+        if delay > 0:
+            self._sleep(delay)
+
+
+def watched(cache: LiveCache, ref: ObjectRef, retry: Retry, etype: str, obj: JSON, rv: str) -> str:
+    """One event of the watch of ``ref`` into the cache; the version to resume from."""
+    retry.answered()
+    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+    if etype != "BOOKMARK" and cache.put(ref, None if etype == "DELETED" else obj):
+        # a change arrived (not a re-list): the pass that handles it says what it decided
+        event(log, logging.INFO, "event", ref=ref, type=etype, manager=last_manager(obj))
+    cache.api_reached()
+    return rv

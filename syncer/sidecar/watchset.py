@@ -8,8 +8,11 @@ when it is taken:
   Secrets, whose LIST would read every Secret of the namespace). Tried first: it needs
   ``list`` and ``watch`` on the kind in the namespace, which the chart grants with
   ``rbac.watchKinds``. A 403 falls back, for good, to
-* **one watch per object** (``ObjectWatcher``, watch.py), narrowed by name, which a Role
-  limited by ``resourceNames`` allows: one connection and one thread per object.
+* **one watch per object**, narrowed by name, which a Role limited by ``resourceNames``
+  allows: streams of ONE HTTP/2 multiplexer (``Multiplexer``, h2watch.py: one thread, a
+  connection per 90 objects where the server allows 100 streams) where the server speaks
+  HTTP/2, else ``ObjectWatcher`` (watch.py: one connection and one thread per object). The ``watching`` line says which (``over``), and
+  one line says once why there is no multiplexer.
 
 An object is watched one way at a time: when a collection grows past ``LIST_FROM`` its
 per-object watches give way to a collection watch.
@@ -28,6 +31,7 @@ from syncer.kube import ApiError, Kube
 from syncer.live import LIST_FROM, NEVER_LISTED
 from syncer.logs import event
 from syncer.model import ObjectRef
+from syncer.sidecar.h2watch import Multiplexer, MuxWatch
 from syncer.sidecar.kindwatch import Collection, KindWatcher
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.watch import ObjectWatcher, WatchSettings, target_for
@@ -53,11 +57,16 @@ class WatchSet:
 
     def __init__(self, api: Kube, cache: LiveCache, settings: WatchSettings = WatchSettings(), *,
                  on_restart: Callable[[], None] = lambda: None, on_error: Callable[[], None] = lambda: None,
-                 list_from: int = LIST_FROM) -> None:
+                 list_from: int = LIST_FROM, multiplex: bool = True) -> None:
+        """``multiplex``: carry the per-object watches over HTTP/2 where the server speaks it."""
         self.api, self.cache, self.settings = api, cache, settings
         self.on_restart, self.on_error = on_restart, on_error
         self.list_from = list_from
-        self.watchers: dict[ObjectRef, ObjectWatcher] = {}
+        self.watchers: dict[ObjectRef, ObjectWatcher | MuxWatch] = {}
+        #: The one multiplexer of the per-object watches (h2watch.py), once opened; ``_single``
+        #: says why there is none for good (the server chose no HTTP/2, not the real client).
+        self.mux: Multiplexer | None = None
+        self._single: str | None = None if multiplex else "not asked to"
         self.kinds: dict[Key, KindWatcher] = {}
         #: Collections whose collection watch was refused (403): per object from then on.
         self.refused: set[Key] = set()
@@ -76,6 +85,8 @@ class WatchSet:
         for ref in wanted:
             groups.setdefault(_key(ref), set()).add(ref)
         with self._lock:
+            if self._stopping:  # a pass still running while the sidecar stops starts nothing new
+                return
             for ref in sorted(set(self.watchers) - wanted):
                 self.watchers.pop(ref).stop()
                 self.cache.forget(ref)
@@ -116,12 +127,39 @@ class WatchSet:
                                       self.settings, on_restart=self.on_restart, on_error=self.on_error,
                                       on_refused=self._refused).start()
 
+    def _multiplexer(self) -> Multiplexer | None:
+        """The multiplexer, opened at the first need; ``None``: a thread per object (for now)."""
+        if self.mux is not None or self._single is not None:
+            return self.mux
+        try:
+            self.mux, why = Multiplexer.open(self.api, self.cache, self.settings, on_restart=self.on_restart,
+                                             on_error=self.on_error)
+        except ClusterError as exc:  # unreachable: these objects get threads, the next ones try again
+            event(log, logging.WARNING, "cannot open an HTTP/2 connection; one connection per watch",
+                  ref=self.api.host, error=exc.message)
+            return None
+        if self.mux is None:
+            self._single = why
+            if why:
+                event(log, logging.INFO, "no HTTP/2: one connection and thread per watch", ref=self.api.host,
+                      reason=why)
+        else:
+            event(log, logging.INFO, "per-object watches multiplexed over HTTP/2", ref=self.api.host,
+                  streams_per_connection=self.mux.per_connection)
+        return self.mux
+
     def _start_objects(self, key: Key, refs: set[ObjectRef], why: str) -> None:
+        mux = self._multiplexer() if refs else None
+        over = "a connection and a thread each"
+        if mux is not None:
+            muxed = sum(isinstance(w, MuxWatch) for w in self.watchers.values()) + len(refs)
+            over = f"HTTP/2 multiplexed over {mux.connections_for(muxed)} connections"
         if refs and why:
             event(log, logging.INFO, "watching", ref=_label(key), path="one watch per object", objects=len(refs),
-                  reason=why)
+                  over=over, reason=why)
         elif refs:
-            event(log, logging.INFO, "watching", ref=_label(key), path="one watch per object", objects=len(refs))
+            event(log, logging.INFO, "watching", ref=_label(key), path="one watch per object", objects=len(refs),
+                  over=over)
         failed: list[tuple[ObjectRef, str]] = []
         for ref in sorted(refs):
             try:
@@ -132,8 +170,8 @@ class WatchSet:
                 failed.append((ref, exc.message))
                 continue
             self.cache.expect(ref)
-            self.watchers[ref] = ObjectWatcher(self.api, target, self.cache, self.settings,
-                                               on_restart=self.on_restart, on_error=self.on_error).start()
+            self.watchers[ref] = mux.watch(target) if mux is not None else ObjectWatcher(
+                self.api, target, self.cache, self.settings, on_restart=self.on_restart, on_error=self.on_error).start()
         if failed:  # one line, not one per object (an API server down at start: every object fails alike)
             ref, message = failed[0]
             event(log, logging.WARNING, "cannot watch" + (f" {len(failed)} objects; the first" if len(failed) > 1
@@ -152,7 +190,7 @@ class WatchSet:
 
     # -- waiting and stopping ---------------------------------------------------------------
 
-    def _all(self) -> list[ObjectWatcher | KindWatcher]:
+    def _all(self) -> list[ObjectWatcher | MuxWatch | KindWatcher]:
         with self._lock:
             return [*self.watchers.values(), *self.kinds.values()]
 
@@ -160,7 +198,7 @@ class WatchSet:
         """Wait for every watcher's first answer; the refusals (401/403) among them. A collection
         refused meanwhile is waited for again as the per-object watches that replace it."""
         deadline = time.monotonic() + timeout
-        seen: set[ObjectWatcher | KindWatcher] = set()
+        seen: set[ObjectWatcher | MuxWatch | KindWatcher] = set()
         while True:
             current = self._all()
             for w in current:
@@ -178,3 +216,5 @@ class WatchSet:
             w.stop()
         for w in watchers:
             w.join(timeout / max(1, len(watchers)))
+        if self.mux is not None:
+            self.mux.stop(timeout)
