@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--interval", type=float, default=10.0)
     args = ap.parse_args(argv)
 
+    from syncer.cache import Caches
     from syncer.errors import SyncerError
     from syncer.gitrepo import Workspace
     from syncer.live import KubeSource, kube_api_client
@@ -39,12 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     api = kube_api_client(args.kubeconfig, None)
     due = time.monotonic()
+    caches = Caches()  # one process polling: what it remembers lasts across polls
     while True:
         started, w0, c0 = time.time(), time.perf_counter(), time.process_time()
         commit, error = None, None
         try:
             ws = Workspace.open_or_clone(args.remote, "main", Path(args.clone_dir))
-            out = sync_commit(ws, args.installation, KubeSource(api), datetime.now(timezone.utc))
+            out = sync_commit(ws, args.installation, KubeSource(api), datetime.now(timezone.utc), caches=caches)
             commit = out.commit
         except SyncerError as exc:
             error = exc.message

@@ -25,7 +25,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from syncer.config import Config
+    from syncer.history import Version
+    from syncer.kustomize import Render
+    from syncer.manifests import FileParse, Index
+    from syncer.model import ObjectRef
+    from syncer.writeback import EditorParse, Planned
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -113,8 +121,33 @@ class Lru(Generic[K, V]):
             held = [v for v, _ in self._entries.values()]
         return iter(held)
 
+    def get_fresh(self, key: K, fresh: Callable[[V], bool]) -> V | None:
+        """The value for ``key`` when ``fresh(value)`` (a hit), else None (a miss: a stale
+        entry is dropped), for a value that carries what it was made from (a file's stamp)."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None and fresh(found[0]):
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return found[0]
+            if found is not None:
+                del self._entries[key]
+                self._bytes -= found[1]
+            self.misses += 1
+            return None
 
-def by_identity(lru: Lru[tuple[Hashable, ...], tuple[tuple[object, ...], T]], objects: tuple[object, ...],
+    def discard_where(self, gone: Callable[[K], bool]) -> None:
+        """Forget the entries whose key ``gone`` says is no longer needed (a deleted file)."""
+        with self._lock:
+            for key in [k for k in self._entries if gone(k)]:
+                self._bytes -= self._entries.pop(key)[1]
+
+
+#: A map of results by the identity of their input objects (``by_identity``).
+ByIdentity = Lru[tuple[Hashable, ...], tuple[tuple[object, ...], T]]
+
+
+def by_identity(lru: ByIdentity[T], objects: tuple[object, ...],
                 extra: Hashable, compute: Callable[[], T]) -> T:
     """``compute()`` remembered by the identity of ``objects`` (held by the entry) and ``extra``."""
     key = (*map(id, objects), extra)
@@ -175,6 +208,38 @@ class Caches:
     tracking: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
     #: gather: the live objects detection reads (``objects_to_read``) of (manifests, config), by identity.
     to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
+    # -- the other modules' maps (issue #25, lane "caches") --
+    #: manifests: each file's objects and errors by (path, namespace), with the file's stamp.
+    files: Lru[tuple[str, str], FileParse] = field(default_factory=lambda: Lru(65_536))
+    #: manifests: the last index per (repo, installation, namespace), with the per-file lists it came from.
+    indexes: Lru[tuple[str, str, str], Index] = field(default_factory=lambda: Lru(64))
+    #: kustomize: the last render per (directory, namespace, binary), with the stamp of the tree.
+    renders: Lru[tuple[str, str, str], Render] = field(default_factory=lambda: Lru(16))
+    #: writeback: new texts planned, by (file, digest of its text, the edits).
+    planned: Lru[tuple[str, str, str], Planned] = field(default_factory=lambda: Lru(512))
+    #: writeback: a file's parses by (file, digest), bounded by the characters of text they hold.
+    parsed: Lru[tuple[str, str], EditorParse] = field(
+        default_factory=lambda: Lru(4096, max_bytes=128 * 1024, size_of=lambda _, v: v.chars))
+    #: history: objects by (blob, ref) as that version of a file declares them (content-addressed).
+    versions: Lru[tuple[str, ObjectRef], object] = field(default_factory=lambda: Lru(4096))
+    #: history: every file's versions by (repo, HEAD, scope, subject): one ``git log --raw``.
+    logs: Lru[tuple[str, str, str, str], "dict[str, list[Version]] | None"] = field(default_factory=lambda: Lru(64))
+    #: endpoints: (namespace, Service) of the Endpoints git declares, by identity of the objects.
+    declared: ByIdentity[frozenset[tuple[str, str]]] = field(default_factory=lambda: Lru(4))
+    #: sidecar/loop: the objects to watch, by identity of (manifests, config).
+    tracked: ByIdentity[frozenset[ObjectRef]] = field(default_factory=lambda: Lru(4))
+    #: sidecar/record: git objects normalized as recorded, by identity.
+    normalized: ByIdentity[dict[str, Any]] = field(default_factory=lambda: Lru(20_000))
+    #: secrets: why a text is secret (None: it is not), by its key; bounded in bytes.
+    judged: Lru[tuple[str | bytes, tuple[str, ...], bool], str | None] = field(
+        default_factory=lambda: Lru(4096, max_bytes=4 << 20, size_of=small_size))
+    #: lookalike: the note on a change of text, by the keys of both texts; bounded in bytes.
+    notes: Lru[tuple[str | bytes | None, str | bytes], str | None] = field(
+        default_factory=lambda: Lru(1024, max_bytes=1 << 20, size_of=small_size))
+    #: untracked: the (kind, namespace) lists refused and logged already (said once).
+    refusals_said: Lru[tuple[str, str], bool] = field(default_factory=lambda: Lru(4096))
+    #: config: the parsed config by (text, file, installation, namespace): the same text, the same Config.
+    configs: Lru[tuple[str, str, str, str | None], Config] = field(default_factory=lambda: Lru(8))
 
     def counters(self) -> dict[str, tuple[int, int, int]]:
         """name -> (hits, misses, entries) of every map."""
@@ -186,3 +251,11 @@ class Caches:
             lru = getattr(self, f.name)
             if isinstance(lru, Lru):
                 lru.clear()
+
+
+#: The ``Caches`` of the pure judgements of a text (``secrets.judge``, ``lookalike.change_note``)
+#: when the caller passes none: the answer is a function of the text alone (keyed by its digest,
+#: the same for every installation, never the text itself), and those judgements are asked from
+#: every place that shows a value (detection, the PR body, webhooks), so one process-wide map,
+#: bounded in bytes, serves them instead of a parameter through each formatter.
+TEXT_JUDGEMENTS = Caches()

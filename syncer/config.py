@@ -31,11 +31,13 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from syncer import userpattern
+from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.repofile import excerpt, read_inside
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
 from syncer.ownership import DEFAULT_APPLIERS
+from syncer.yamlread import malformed
 
 #: The config's name inside ``hosts/<installation>/``: an extension no applier reads.
 CONFIG_NAME = "syncer.conf"
@@ -215,9 +217,7 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
         except YAMLError:
             raw = YAML(typ="safe", pure=True).load(text)  # its wording and position for the error
     except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}{at}: malformed YAML: {getattr(exc, 'problem', exc)}") from exc
+        raise malformed(exc, source) from exc  # as a manifest's error says it (line and column)
     if raw is None:
         raw = {}
     _expect(raw, dict, source, "a mapping")
@@ -318,6 +318,7 @@ def _untracked(raw: Any, where: str) -> Untracked:
         raise ConfigError(f"{where}: unknown mode {excerpt(mode)} (use ignore, report or propose)") from None
 
 
+#: The deprecated config files warned about: once per process (not a cache: a log line said).
 _warned: set[str] = set()
 _log = logging.getLogger("syncer.config")
 
@@ -348,10 +349,12 @@ def config_path(host_dir: Path, installation: str) -> Path | None:
 
 
 def load_config(host_dir: Path, installation: str, display: str | None = None, *,
-                namespace: str | None = None) -> Config:
+                namespace: str | None = None, caches: Caches | None = None) -> Config:
     """Read the installation's config (see :func:`config_path`); none at all means all defaults
     (everything reported). ``display`` names the file in errors (default: its repo-relative path);
-    ``namespace`` overrides its default namespace (``-n``)."""
+    ``namespace`` overrides its default namespace (``-n``). With ``caches``, the same text gives
+    the same (frozen) Config (``caches.configs``: the sidecar reads it twice per pass, and
+    detection remembers what it derives from it by identity)."""
     path = config_path(host_dir, installation)
     if path is None:
         return Config(installation=installation, namespace=namespace or "default",
@@ -360,10 +363,7 @@ def load_config(host_dir: Path, installation: str, display: str | None = None, *
     # Only inside the repository (hosts/<installation>/ is two levels below its top): a
     # symlink to a token file is refused, not read and echoed in an error.
     text = read_inside(path, display, host_dir.parent.parent)
-    return _parsed(text, display, installation, namespace)
-
-
-@functools.lru_cache(maxsize=8)
-def _parsed(text: str, display: str, installation: str, namespace: str | None) -> Config:
-    """The sidecar reads the config twice per pass: the same text gives the same (frozen) Config."""
-    return parse_config(text, display, installation, namespace)
+    if caches is None:
+        return parse_config(text, display, installation, namespace)
+    return caches.configs.get_or((text, display, installation, namespace),
+                                 lambda: parse_config(text, display, installation, namespace))

@@ -30,7 +30,7 @@ from typing import Any
 
 from syncer.diff import FieldDiff
 from syncer.kinds import ENDPOINTS_FAMILY
-from syncer.memo import IdentityMemo
+from syncer.cache import Caches, by_identity
 from syncer.model import DriftClass, ObjectRef, Path
 from syncer.normalize import is_ignored
 from syncer.values import address_list
@@ -75,16 +75,16 @@ def service_of(kind: str, obj: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def declared_services(objects: Mapping[ObjectRef, Any]) -> frozenset[tuple[str, str]]:
+def declared_services(objects: Mapping[ObjectRef, Any], *, caches: Caches | None = None) -> frozenset[tuple[str, str]]:
     """(namespace, Service) of every Endpoints and EndpointSlice among git's ``objects``
-    (ObjectRef -> GitObject): where candidate bindings without a namespace bind. Remembered
-    while the same (read-only) objects come back: a sidecar pass asks twice, 5,000 objects each."""
-    return _DECLARED.get((objects,), None, lambda: frozenset(
-        (ref.namespace, service) for ref, obj in objects.items()
-        if ref.kind in (ENDPOINTS, SLICE) and (service := service_of(ref.kind, obj.data)) is not None))
+    (ObjectRef -> GitObject): where candidate bindings without a namespace bind. Remembered in
+    ``caches.declared`` while the same (read-only) objects come back: a sidecar pass asks
+    twice, 5,000 objects each (None: computed each time)."""
+    def compute() -> frozenset[tuple[str, str]]:
+        return frozenset((ref.namespace, service) for ref, obj in objects.items()
+                         if ref.kind in (ENDPOINTS, SLICE) and (service := service_of(ref.kind, obj.data)) is not None)
 
-
-_DECLARED: IdentityMemo[frozenset[tuple[str, str]]] = IdentityMemo(size=4)
+    return compute() if caches is None else by_identity(caches.declared, (objects,), None, compute)
 
 
 def is_mirrored(obj: Mapping[str, Any] | None) -> bool:

@@ -283,9 +283,9 @@ class Detection:
 
     def __init__(self, config: Config, inputs: Inputs, now: datetime, caches: Caches | None = None) -> None:
         manifests = inputs.manifests
-        self.config = config.bound_to(endpoints.declared_services(manifests.objects))  # see Config.bound_to
-        self.inputs, self.now = inputs, now
         self.caches = caches if caches is not None else Caches()
+        self.config = config.bound_to(endpoints.declared_services(manifests.objects, caches=self.caches))
+        self.inputs, self.now = inputs, now
         self.tracking = tracking(manifests, self.caches, inputs.reusable)
         self.tracked = self.tracking.tracked(self.config)
         self.cache = Reads()  # candidate lists and their ConfigMaps read in this detection

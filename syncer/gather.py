@@ -111,7 +111,7 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
            store: BaseStore | None = None, observed_since: Mapping[ObjectRef, datetime] | None = None,
            history: bool = False) -> Inputs:
     """Everything ``engine.detect`` reads; ``history``: git's history will answer questions."""
-    config = config.bound_to(endpoints.declared_services(manifests.objects))  # see Config.bound_to
+    config = config.bound_to(endpoints.declared_services(manifests.objects, caches=caches))  # see Config.bound_to
     # the same manifests and config (the sidecar's parse cache): the same objects to read
     refs: list[ObjectRef] = by_identity(caches.to_read, (manifests.objects, config), "to-read",
                                         lambda: objects_to_read(config, manifests))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from syncer.cache import Caches
 from syncer.manifests import Manifests, SourceMap, host_dir, load_manifests
 from syncer.model import Drift, FileError
 from syncer.writeback import FileChange
@@ -40,14 +41,16 @@ def is_rendered(repo: Path, installation: str) -> bool:
     return any(not names.isdisjoint(files) for _, _, files in os.walk(host))
 
 
-def load_source(repo: Path, installation: str, default_namespace: str) -> Manifests:
+def load_source(repo: Path, installation: str, default_namespace: str, *,
+                caches: Caches | None = None) -> Manifests:
     """The objects ``hosts/<installation>/`` declares: rendered by kustomize when it holds a
-    kustomization, else its manifest files as they are."""
+    kustomization, else its manifest files as they are. ``caches``: what the last loads
+    remember (None: nothing)."""
     if is_rendered(repo, installation):
         from syncer.kustomize import load_rendered
 
-        return load_rendered(repo, installation, default_namespace)
-    return load_manifests(repo, installation, default_namespace)
+        return load_rendered(repo, installation, default_namespace, caches=caches)
+    return load_manifests(repo, installation, default_namespace, caches=caches)
 
 
 def verified(repo: Path, changes: list[FileChange], drifts: list[Drift], source_map: SourceMap,

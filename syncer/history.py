@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path as FsPath
-from typing import Any, Generic, TypeVar
+from typing import Any
 
+from syncer.cache import Caches
 from syncer.errors import SyncerError
 from syncer.kinds import list_items
 from syncer.model import ObjectRef, Path
@@ -50,8 +49,6 @@ MAX_COMMITS = 500
 _NOT_COMMITTED = "0" * 40
 _MISSING = object()
 
-K = TypeVar("K", bound=Hashable)
-V = TypeVar("V")
 
 #: How history runs git in the repository: (args, timeout) -> stdout, None when git failed.
 GitRunner = Callable[[list[str], float], "str | None"]
@@ -109,27 +106,6 @@ def _at(data: Any, path: Path) -> Any:
 Commit = tuple[str, datetime, bool]  # sha, committer time, written by syncer
 
 
-class _Lru(Generic[K, V]):
-    """A small least-recently-used map, shared by the passes of one process."""
-
-    def __init__(self, size: int) -> None:
-        self.size, self._data, self._lock = size, OrderedDict[K, V](), threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                return self._data[key]
-        return None
-
-    def put(self, key: K, value: V) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-
 @dataclass(frozen=True)
 class Version:
     """One version of a file on the first-parent line: the commit that made it, and its blob."""
@@ -142,11 +118,6 @@ class Version:
     merged: str = ""  # a merge commit: its second parent (the branch it brought in)
 
 
-#: What a commit holds never changes: a scope's versions by the commit they start from, and
-#: objects by the blob they were read from (content-addressed), are kept across passes (a
-#: sidecar pass asks again and again about the same drifted values; a new commit is a new key).
-_VERSIONS: _Lru[tuple[str, ObjectRef], Any] = _Lru(4096)
-_LOGS: _Lru[tuple[str, str, str, str], "dict[str, list[Version]] | None"] = _Lru(64)
 _ZERO = "0" * 40
 
 
@@ -159,8 +130,14 @@ class GitHistory:
     """Value histories in one repository, for one detection."""
 
     def __init__(self, repo: FsPath, installation: str, git: GitRunner | None = None,
-                 clock: Callable[[], float] = time.monotonic, head: str | None = None) -> None:
-        """``head``: HEAD's commit when the caller knows it (saves asking git each pass)."""
+                 clock: Callable[[], float] = time.monotonic, head: str | None = None, *,
+                 caches: Caches | None = None) -> None:
+        """``head``: HEAD's commit when the caller knows it (saves asking git each pass).
+
+        What a commit holds never changes: a scope's versions by the commit they start from
+        (``caches.logs``), and objects by the blob they were read from (``caches.versions``,
+        content-addressed), are kept across passes in ``caches`` (a sidecar pass asks again and
+        again about the same drifted values; a new commit is a new key). None: nothing kept."""
         self.repo = repo
         self.syncer_subject = f"syncer({installation}): copy "
         self._git = git or local_git(repo)
@@ -172,6 +149,8 @@ class GitHistory:
         self.trouble: str | None = None
         self._scopes: dict[str, dict[str, list[Version]] | None] = {}
         self._worktree: dict[tuple[str, ObjectRef], Any] = {}
+        caches = caches if caches is not None else Caches()
+        self._logs, self._objects = caches.logs, caches.versions
 
     def _run(self, args: list[str]) -> str | None:
         if self._deadline is None:
@@ -192,11 +171,11 @@ class GitHistory:
             if self._head is None:
                 self._head = (self._run(["rev-parse", "--verify", "-q", "HEAD"]) or "").strip()
             key = (str(self.repo), self._head, scope, self.syncer_subject)
-            found = _LOGS.get(key) if self._head else None
+            found = self._logs.get(key) if self._head else None
             if found is None and self._head:
                 found = self._read_log(scope)
                 if found is not None:
-                    _LOGS.put(key, found)
+                    self._logs.put(key, found)
             self._scopes[scope] = found
         histories = self._scopes[scope]
         return None if histories is None else histories.get(file)
@@ -235,12 +214,12 @@ class GitHistory:
         ``_MISSING`` when absent (or the file deleted); None when it cannot be read."""
         if blob == _ZERO:
             return _MISSING
-        found = _VERSIONS.get((blob, ref))
+        found = self._objects.get((blob, ref))
         if found is None:
             text = self._run(["cat-file", "blob", blob])
             found = _parse(text, file, ref) if text is not None else None
             if found is not None:
-                _VERSIONS.put((blob, ref), found)
+                self._objects.put((blob, ref), found)
             else:
                 self.trouble = f"the version {blob[:12]} of {file} could not be read (not fetched, or not YAML)"
         return found
@@ -304,7 +283,7 @@ class GitHistory:
 
 
 def _parse(text: str, file: str, ref: ObjectRef) -> Any:
-    from syncer.manifests import parse_documents
+    from syncer.yamlread import parse_documents
     from syncer.normalize import normalize
 
     try:

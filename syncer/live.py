@@ -25,7 +25,8 @@ from syncer.errors import ClusterError, ConfigError
 from syncer.kinds import list_items
 from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
 from syncer.kube.lists import named_items
-from syncer.manifests import object_ref, parse_documents
+from syncer.manifests import object_ref
+from syncer.yamlread import parse_documents
 from syncer.model import ObjectRef, Result
 from syncer.normalize import LAST_APPLIED
 

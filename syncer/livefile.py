@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from syncer.manifests import parse_documents
+from syncer.yamlread import parse_documents
 from syncer.normalize import LAST_APPLIED
 from syncer.yamledit import double_quoted, plain_ok
 

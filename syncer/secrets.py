@@ -39,7 +39,7 @@ from typing import Any
 from syncer import lookalike
 from syncer.bounds import InputRejected, load_json
 from syncer.credshapes import MAX_TEXT, binary_text, decoded_credentials, shape, utf8_base64
-from syncer.digestmemo import DigestMemo, text_key
+from syncer.cache import TEXT_JUDGEMENTS, Caches, text_key
 from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, key_words
 
 #: Files inside files (a properties line holding a DSN, a YAML block holding a ``.env``).
@@ -257,11 +257,6 @@ def _yaml(text: str) -> Any:
         return None
 
 
-#: Judgements remembered (a difference is judged again every pass while it stands); keyed by a
-#: digest, never by the value: 4,096 values of 1 MiB would be 4 GiB (issue #21, third round).
-_JUDGED: DigestMemo[str | None] = DigestMemo(max_entries=4096, max_bytes=4 << 20)
-
-
 def option_value(items: Sequence[Any], index: int, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str | None:
     """Why ``items[index]`` of an argument list is secret: the item before it is a secret-named
     option (``args: ["--db-password", "x"]``)."""
@@ -274,9 +269,11 @@ def option_value(items: Sequence[Any], index: int, patterns: Sequence[str] = DEF
     return None
 
 
-def _judge_text(text: str, patterns: tuple[str, ...], binary: bool) -> str | None:
-    """One string's judgement, remembered by the digest of the text."""
-    return _JUDGED.get((text_key(text), patterns, binary), lambda: _judge_fresh(text, patterns, binary))
+def _judge_text(text: str, patterns: tuple[str, ...], binary: bool, caches: Caches) -> str | None:
+    """One string's judgement, remembered in ``caches.judged`` (a difference is judged again every
+    pass while it stands) by the digest of a long text, never the value: 4,096 values of 1 MiB
+    would be 4 GiB (issue #21, third round)."""
+    return caches.judged.get_or((text_key(text), patterns, binary), lambda: _judge_fresh(text, patterns, binary))
 
 
 def _judge_fresh(text: str, patterns: tuple[str, ...], binary: bool) -> str | None:
@@ -295,10 +292,12 @@ def _judge_fresh(text: str, patterns: tuple[str, ...], binary: bool) -> str | No
     return why
 
 
-def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, binary: bool = False) -> str | None:
+def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, binary: bool = False,
+          caches: Caches = TEXT_JUDGEMENTS) -> str | None:
     """Why ``value`` (a string, or strings inside lists and maps of an API object) holds a
     secret, or None. ``binary``: it is ``binaryData``, judged decoded. The keys of an API
-    object's maps are fields, not names people chose: only strings are judged."""
+    object's maps are fields, not names people chose: only strings are judged. ``caches``:
+    where judgements are remembered (default: the process's, ``cache.TEXT_JUDGEMENTS``)."""
     keys = tuple(patterns)
     stack = [value]
     seen = 0
@@ -314,6 +313,6 @@ def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, b
                 if why := option_value(node, index, keys):
                     return why
             stack.extend(node)
-        elif isinstance(node, str) and (why := _judge_text(node, keys, binary)):
+        elif isinstance(node, str) and (why := _judge_text(node, keys, binary, caches)):
             return why
     return None

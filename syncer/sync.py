@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from syncer import endpoints
 from syncer import untracked
+from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode, load_config
 from syncer.cache import Caches
 from syncer.gather import BaseStore, detect_live
@@ -59,14 +60,16 @@ class Loaded:
     manifests: Manifests
 
 
-def load_installation(repo: Path, installation: str, config: Config | None = None) -> Loaded:
-    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf."""
+def load_installation(repo: Path, installation: str, config: Config | None = None, *,
+                      caches: Caches | None = None) -> Loaded:
+    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf;
+    ``caches``: what the installation's earlier loads remember (None: nothing)."""
     base = host_dir(repo, installation)
     if config is None:
-        config = load_config(base, installation)
-    manifests = load_source(repo, installation, config.namespace)
+        config = load_config(base, installation, caches=caches)
+    manifests = load_source(repo, installation, config.namespace, caches=caches)
     # bindings without a namespace go where git declares what they bind (not where -n points)
-    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects)), manifests)
+    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests)
 
 
 def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
@@ -111,17 +114,18 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     """Detect and plan; in syncer's own clone ``ws``, git's history may fetch the old versions
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
-    loaded = load_installation(repo, installation, config)
-    history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced) if ws is not None
-               else GitHistory(repo, installation))
+    caches = caches if caches is not None else Caches()
+    loaded = load_installation(repo, installation, config, caches=caches)
+    history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
+               else GitHistory(repo, installation, caches=caches))
     result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                          history=history, caches=caches)
-    result = with_untracked(loaded, result, source)
-    result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded)
+    result = with_untracked(loaded, result, source, caches)
+    result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
 
 
-def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result:
+def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: Caches | None = None) -> Result:
     """``result`` with the live objects git does not declare (``untracked:`` in the config);
     a kind the account may not list is one warning naming the grant, the rest goes on."""
     config = loaded.config
@@ -130,7 +134,7 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
     if not isinstance(source, Lister):
         return replace(result, errors=result.errors + (FileError(
             config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
-    lister = untracked.WarnOnRefusal(source, config.source)
+    lister = untracked.WarnOnRefusal(source, config.source, caches if caches is not None else Caches())
     found = untracked.find(config, loaded.manifests.objects, lister)
     if loaded.manifests.source_map is not None:  # kustomize renders only what its resources list
         found = [replace(d, action=Action.REPORT, file="",
@@ -141,14 +145,14 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource) -> Result
 
 
 def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Drift],
-          loaded: Loaded) -> tuple[Result, list[Drift], list[FileChange]]:
+                  loaded: Loaded, caches: Caches) -> tuple[Result, list[Drift], list[FileChange]]:
     """Plan the file edits; a file that cannot be written exactly is left out with one line in
     ``result.errors``, and its drifts are not claimed by the commit or PR. Untracked objects
     to propose become new files."""
     aborted: list[FileError] = []
     new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
     drifts = [d for d in drifts if d.cls is not DriftClass.UNTRACKED]
-    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted)
+    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted, caches=caches)
     if changes and loaded.manifests.source_map is not None:
         changes = verified(repo, changes, drifts, loaded.manifests.source_map, aborted)
     for drift, change in untracked.new_files(repo, installation, new, aborted):
@@ -180,6 +184,7 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
                 store: BaseStore | None = None, *, config: ConfigArg = None,
                 observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
     """Commit accepted drifts straight to the base branch, fast-forward only."""
+    caches = caches if caches is not None else Caches()
     notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
     for _attempt in range(MAX_PUSH_ATTEMPTS):
         ws.sync_to_base()
@@ -217,6 +222,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
             forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
             observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
     """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
+    caches = caches if caches is not None else Caches()
     from syncer.pullrequest import Proposal, reconcile_pull_request
 
     branch = f"syncer/{installation}"
@@ -234,7 +240,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         if kept:
             order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
             drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
-            result, drifts, changes = _file_changes(ws.path, installation, result, drifts, loaded)
+            result, drifts, changes = _file_changes(ws.path, installation, result, drifts, loaded, caches)
     out = Outcome(result, drifts, changes, loaded=loaded, messages=refused)
     if foreign:
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
@@ -280,7 +286,8 @@ def deliver(mode: Mode, where: Workspace | Path, installation: str, source: Live
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
                config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
-    or ``dry-run`` (``dry_run``: what they would do, nothing written).
+    or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
+    installation remembers between passes (the sidecar's, kept across them; None: nothing).
 
     ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
     taken as it is; a dry run in a clone first resets it to the remote base branch.

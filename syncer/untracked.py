@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode
 from syncer.secretpolicy import secret_fields
 from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN
@@ -258,11 +259,13 @@ def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: Untracked
 
 
 class WarnOnRefusal:
-    """A ``Lister`` whose 403s become one warning each, naming the grant (the rest is still listed)."""
+    """A ``Lister`` whose 403s become one warning each, naming the grant (the rest is still listed);
+    logged once per installation (``Caches.refusals_said``: the sidecar lists at every pass)."""
 
-    def __init__(self, inner: Lister, where: str) -> None:
+    def __init__(self, inner: Lister, where: str, caches: Caches) -> None:
         self.inner = inner
         self.where = where
+        self.said = caches.refusals_said
         self.warnings: list[FileError] = []
 
     def list_objects(self, api_version: str, kind: str, namespace: str) -> list[JSON]:
@@ -272,14 +275,12 @@ class WarnOnRefusal:
             message = (f"untracked: cannot list {kind} in {namespace} ({exc.message}): grant list on it to see the "
                        "objects created there live (chart: untracked.enabled=true, untracked.resources)")
             key = (kind, namespace)
-            if key not in _warned:  # the sidecar lists at every pass: the log says it once
-                _warned.add(key)
+            if self.said.get(key) is None:  # the sidecar lists at every pass: the log says it once
+                self.said.put(key, True)
                 log.warning("%s", message)
             self.warnings.append(FileError(self.where, message))
             return []
 
-
-_warned: set[tuple[str, str]] = set()
 
 
 def _linked_dir(host: Path, path: Path) -> str | None:

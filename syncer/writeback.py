@@ -1,4 +1,6 @@
-"""Apply accepted drifts to manifest files, surgically. Pure text in, text out.
+"""Apply accepted drifts to manifest files, surgically. Pure text in, text out: what it
+remembers between passes (plans and parses, pure functions of a file's text and the edits)
+lives in the caller's ``Caches`` (``planned``, ``parsed``).
 
 Only files holding a drift are parsed again (with the position-keeping ``yamledit``);
 a file without accepted drift is never rewritten. Nothing outside ``hosts/<installation>/``
@@ -10,15 +12,17 @@ from __future__ import annotations
 import copy
 import difflib
 import hashlib
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from syncer.cache import Caches
 from syncer.errors import ConfigError
-from syncer.manifests import GitObject, parse_documents, templated
+from syncer.manifests import GitObject
+from syncer.skipped import templated
+from syncer.yamlread import parse_documents
 from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.normalize import MISSING, get_path
 from syncer.yamledit import Doc, YamlEditError, YamlFile, split
@@ -42,20 +46,10 @@ class FileChange:
         return out.replace("\r\n", "\n")
 
 
-#: New texts already planned, by (file, hash of its text, the edits): the sidecar plans the same
-#: held drifts pass after pass, and parsing a file with the position-keeping editor is the
-#: slow part (pure-Python parser). The result is a pure function of the key.
+#: A new text planned (``Caches.planned``, by file, hash of its text and the edits): the sidecar
+#: plans the same held drifts pass after pass, and parsing a file with the position-keeping
+#: editor is the slow part (pure-Python parser). The result is a pure function of the key.
 Planned = tuple[str, tuple[tuple[ObjectRef, str, str], ...]]  # new text, kept trailing comments
-_PLANNED: OrderedDict[tuple[str, str, str], Planned] = OrderedDict()
-_PLANNED_MAX = 512
-_PLANNED_LOCK = threading.Lock()
-
-
-def _remember(key: tuple[str, str, str], new: Planned) -> None:
-    with _PLANNED_LOCK:
-        _PLANNED[key] = new
-        while len(_PLANNED) > _PLANNED_MAX:
-            _PLANNED.popitem(last=False)
 
 
 def _apply(data: Any, edit_path: tuple[str | int, ...], edit: Edit) -> None:
@@ -107,18 +101,25 @@ def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple
     return None if a == b and type(a) is type(b) else path
 
 
-#: The parses of a file planned before, by (file, hash of its text): the editor's documents
-#: (as text: see ``YamlFile.parse``; parsed, for a document over ``_COPY_OVER`` characters)
-#: and the plain data of every document (what the file must read back as, before the edits).
-#: The sidecar plans a file again whenever a live value in it changes. Edits change what they
-#: touch in place, so each plan parses the documents it edits afresh (a few milliseconds for a
-#: document of a few hundred bytes) or, for a big one, copies the remembered parse (faster
-#: than the pure-Python parser); an edit never touches another document, and the
-#: verification compares the whole file anyway.
-_PARSED: OrderedDict[tuple[str, str], tuple[list[Doc | str], list[Any]]] = OrderedDict()
-#: Bounded by the text held (a parse takes ~80 bytes of memory per byte of its text), so the
-#: sidecar stays small (bench/RESULTS.md); a bigger file is parsed every time, as before.
-_PARSED_MAX_CHARS = 128 * 1024
+class EditorParse(NamedTuple):
+    """The parses of a file planned before (``Caches.parsed``, by file and hash of its text):
+    the editor's documents (as text: see ``YamlFile.parse``; parsed, for a document over
+    ``_COPY_OVER`` characters) and the plain data of every document (what the file must read
+    back as, before the edits).
+
+    The sidecar plans a file again whenever a live value in it changes. Edits change what they
+    touch in place, so each plan parses the documents it edits afresh (a few milliseconds for a
+    document of a few hundred bytes) or, for a big one, copies the remembered parse (faster
+    than the pure-Python parser); an edit never touches another document, and the
+    verification compares the whole file anyway. The cache is bounded by the text held
+    (``chars``: a parse takes ~80 bytes of memory per byte of its text), so the sidecar stays
+    small (bench/RESULTS.md); a bigger file is parsed every time, as before."""
+
+    docs: list[Doc | str]
+    data: list[Any]
+    chars: int
+
+
 _COPY_OVER = 8 * 1024
 
 
@@ -126,44 +127,35 @@ def _text(docs: list[Doc | str]) -> str:
     return "".join(d if isinstance(d, str) else d.text for d in docs)
 
 
-def _parsed(file: str, old: str, touched: set[int]) -> tuple[YamlFile, list[Any]]:
+def _parsed(file: str, old: str, touched: set[int], caches: Caches) -> tuple[YamlFile, list[Any]]:
     """``YamlFile.parse(old, file)`` and ``parse_documents(old, file)``, from the remembered
     parses when there are some. The editor parses only the *touched* documents."""
     key = (file, hashlib.sha256(old.encode()).hexdigest())
-    with _PLANNED_LOCK:
-        found = _PARSED.get(key)
-        if found is not None:
-            _PARSED.move_to_end(key)
-    if found is None or _text(found[0]) != old:
+    found = caches.parsed.get_fresh(key, lambda p: _text(p.docs) == old)
+    if found is None:
         try:
             data = parse_documents(old, file)
         except ConfigError:
             YamlFile.parse(old, file, lazy=False)  # the editor's own parse says what is wrong, as it always did
             raise
-        found = (YamlFile.parse(old, file, count=len(data)).pieces(), data)
-    docs, data = found
+        found = EditorParse(YamlFile.parse(old, file, count=len(data)).pieces(), data, len(old))
+    docs, data = found.docs, found.data
     edited = YamlFile(old, file, [copy.deepcopy(d) if i in touched and not isinstance(d, str) else d
                                   for i, d in enumerate(docs)])
     now = edited.pieces(touched)  # the touched documents parsed, owned by this plan
     big = {i for i in touched if 0 <= i < len(docs) and len(_text(docs[i:i + 1])) > _COPY_OVER and isinstance(docs[i], str)}
     if big:
         docs = [copy.deepcopy(now[i]) if i in big else d for i, d in enumerate(docs)]
-    if len(old) <= _PARSED_MAX_CHARS:  # else not kept
-        with _PLANNED_LOCK:
-            _PARSED[key] = (docs, data)
-            held = sum(len(_text(kept)) for kept, _ in _PARSED.values())
-            while held > _PARSED_MAX_CHARS:
-                _, (gone, _) = _PARSED.popitem(last=False)
-                held -= len(_text(gone))
+    caches.parsed.put(key, EditorParse(docs, data, len(old)))  # not kept when bigger than the whole cache
     return edited, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(data)]
 
 
-def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
+def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]], caches: Caches) -> Planned:
     """New text of one file and its kept trailing comments; ConfigError (one line, without the
     file name) when it cannot be written exactly."""
     if templated(old):
         raise ConfigError("templated (it holds {{ }} or ${VAR} expressions)")
-    doc, want = _parsed(file, old, {obj.doc for _, obj, _ in steps})
+    doc, want = _parsed(file, old, {obj.doc for _, obj, _ in steps}, caches)
     comments: list[tuple[ObjectRef, str, str]] = []
     # Keys added to one mapping one after the other go in as one edit: linear in the number
     # of keys (10,000 keys added live are one splice and one check, not 10,000).
@@ -267,9 +259,10 @@ def _target(obj: GitObject, edit: Edit) -> GitObject:
 
 def plan_changes(
     repo: Path, installation: str, drifts: Iterable[Drift], objects: dict[ObjectRef, GitObject],
-    aborted: list[FileError] | None = None,
+    aborted: list[FileError] | None = None, *, caches: Caches | None = None,
 ) -> list[FileChange]:
-    """New text of every file the ``drifts`` touch (files read from ``repo``).
+    """New text of every file the ``drifts`` touch (files read from ``repo``); ``caches``
+    remembers plans and parses across calls (None: nothing remembered).
 
     A file whose edits cannot be made exactly (or that is templated) is left untouched: with
     ``aborted`` given, one line saying why is added to it and the other files are still
@@ -279,6 +272,7 @@ def plan_changes(
     for drift in drifts:
         if drift.edits:
             by_file[drift.file].append(drift)
+    caches = caches if caches is not None else Caches()
     prefix = f"hosts/{installation}/"
     changes = []
     for file, file_drifts in sorted(by_file.items()):
@@ -291,16 +285,17 @@ def plan_changes(
         steps = [(drift, _target(objects[drift.ref], edit), edit) for drift in file_drifts for edit in drift.edits]
         key = (file, hashlib.sha256(old.encode()).hexdigest(),
                repr([(o.doc, o.prefix + e.path, e.add, e.value) for _, o, e in steps]))
-        planned = _PLANNED.get(key)
+        planned = caches.planned.get(key)
         if planned is None:
             try:
-                planned = _edit_lines(old, steps) if any(e.doc == LINE for _, _, e in steps) else _edit(file, old, steps)
+                planned = (_edit_lines(old, steps) if any(e.doc == LINE for _, _, e in steps)
+                           else _edit(file, old, steps, caches))
             except ConfigError as exc:
                 if aborted is None:
                     raise ConfigError(f"{file}: {exc.message}") from exc
                 aborted.append(FileError(file, f"{file}: not written: {exc.message}"))
                 continue
-            _remember(key, planned)
+            caches.planned.put(key, planned)
         new, comments = planned
         if new != old:
             changes.append(FileChange(file, old, new, comments))

@@ -69,3 +69,26 @@ def test_a_long_text_is_keyed_by_its_digest() -> None:
     key = text_key("v" * 10_000)
     assert isinstance(key, bytes) and len(key) == 32
     assert small_size(("k", key), None) < 300
+
+
+def test_get_fresh_counts_a_stale_entry_as_a_miss_and_drops_it() -> None:
+    lru: Lru[str, tuple[int, str]] = Lru(4, max_bytes=100, size_of=lambda k, v: len(v[1]))
+    lru.put("file", (1, "parsed at stamp 1"))
+    assert lru.get_fresh("file", lambda v: v[0] == 1) == (1, "parsed at stamp 1")
+    assert lru.get_fresh("file", lambda v: v[0] == 2) is None  # the file changed
+    assert (lru.hits, lru.misses, len(lru), lru.held_bytes) == (1, 1, 0, 0)
+
+
+def test_discard_where_forgets_the_keys_it_is_told() -> None:
+    lru: Lru[tuple[str, str], int] = Lru(8)
+    for path in ("/r/hosts/a/x.yaml", "/r/hosts/a/y.yaml", "/r/hosts/b/z.yaml"):
+        lru.put((path, "ns"), 1)
+    lru.discard_where(lambda key: key[0].startswith("/r/hosts/a/") and key[0] != "/r/hosts/a/x.yaml")
+    assert [lru.get((p, "ns")) for p in ("/r/hosts/a/x.yaml", "/r/hosts/a/y.yaml", "/r/hosts/b/z.yaml")] == [1, None, 1]
+    assert len(lru) == 2
+
+
+def test_every_map_of_caches_is_counted() -> None:
+    names = set(Caches().counters())
+    assert {"files", "indexes", "renders", "planned", "parsed", "versions", "logs", "declared", "tracked",
+            "normalized", "judged", "notes", "refusals_said", "configs"} <= names

@@ -21,7 +21,7 @@ from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from syncer import manifests, writeback
+from syncer import manifests
 from syncer.yamledit import _tree as yamledit_tree
 from syncer.classify import parse_time
 from syncer.config import Config, load_config
@@ -93,11 +93,11 @@ class World:
         for ref, obj in self.snapshot.objects.items():
             self.put(ref, copy.deepcopy(obj))
         self.store: Store | None = None
+        self.caches = Caches()  # one installation's, kept across passes as the sidecar keeps it
         self.manifests = self.load()
-        self.caches = Caches()  # what the sidecar remembers between passes
 
     def load(self) -> Manifests:
-        return load_manifests(self.repo, "asgard", self.config.namespace)
+        return load_manifests(self.repo, "asgard", self.config.namespace, caches=self.caches)
 
     def live(self, ref: ObjectRef) -> dict[str, Any]:
         return copy.deepcopy(self.objects[ref])
@@ -339,37 +339,28 @@ def test_incremental_detection_equals_detection_from_scratch(world: World, ops: 
 def test_planning_again_from_the_remembered_parse_gives_what_a_fresh_parse_gives(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     parses: list[str] = []  # by the editor's pure-Python parser
-    reads: list[str] = []  # by the C parser, in writeback
-    real, real_read = yamledit_tree.load, writeback.parse_documents
+    real = yamledit_tree.load
 
     def counting(text: str) -> Any:
         parses.append(text)
         return real(text)
 
-    def counting_reads(text: str, display: str) -> Any:
-        reads.append(text)
-        return real_read(text, display)
-
     monkeypatch.setattr(yamledit_tree, "load", counting)
-    monkeypatch.setattr(writeback, "parse_documents", counting_reads)
-    writeback._PARSED.clear()  # other tests may have planned the same example files
-    writeback._PLANNED.clear()
     drifts = [d for d in world.detect().writable() if d.edits]
     assert {d.ref for d in drifts} >= {MAC, M1, CM}
     plans = []
+    caches = Caches()
     for subset in (drifts, [d for d in drifts if d.ref == MAC], [d for d in drifts if d.ref == M1], drifts):
-        plans.append(plan_changes(world.repo, "asgard", subset, world.manifests.objects))
+        plans.append(plan_changes(world.repo, "asgard", subset, world.manifests.objects, caches=caches))
     # Each file read once: later plans start from the remembered cut and data. The editor
     # parses only the documents it edits, never a whole file of several documents.
     old = {(world.repo / d.file).read_text() for d in drifts}
-    assert len([r for r in reads if r in old]) == len(old)
+    assert caches.counters()["parsed"] == (2, len(old), len(old))  # the MAC and M1 plans: remembered parses
+    assert caches.counters()["planned"][0] == len(old)  # the last plan: the first one again, every file
     assert parses and not any(p in old and yamledit_tree.count_documents(p) != 1 for p in parses)
-    writeback._PARSED.clear()
     for subset, planned in zip((drifts, [d for d in drifts if d.ref == MAC], [d for d in drifts if d.ref == M1]),
                                plans):
-        writeback._PLANNED.clear()
-        writeback._PARSED.clear()
-        assert plan_changes(world.repo, "asgard", subset, world.manifests.objects) == planned
+        assert plan_changes(world.repo, "asgard", subset, world.manifests.objects) == planned  # parsed afresh
     assert plans[0] == plans[3]
     # An edit of one document never shows in a later plan of another document of the file.
     only_mac, only_m1 = plans[1][0].new, plans[2][0].new

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from syncer import kustomize
+from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.gitsource import load_source, verified
 from syncer.manifests import GitObject, Manifests
@@ -193,14 +194,16 @@ def test_an_edit_that_does_not_render_the_live_value_is_not_written(tmp_path: Pa
 def test_a_render_is_made_again_only_when_a_file_of_the_tree_changed(tmp_path: Path) -> None:
     repo = midgard(tmp_path)
     settle(repo)
-    first = load_source(repo, "midgard", "default")
-    made = kustomize.RENDERED[0]
-    assert load_source(repo, "midgard", "default") is first and kustomize.RENDERED[0] == made
+    caches = Caches()
+    first = load_source(repo, "midgard", "default", caches=caches)
+    assert caches.counters()["renders"] == (0, 1, 1)  # one render, remembered
+    assert load_source(repo, "midgard", "default", caches=caches) is first
+    assert caches.counters()["renders"] == (1, 1, 1)
     patch = repo / "hosts" / "midgard" / "replicas.yaml"
     patch.write_text(patch.read_text().replace("replicas: 3", "replicas: 4"))
     settle(repo)
-    again = load_source(repo, "midgard", "default")
-    assert kustomize.RENDERED[0] == made + 1 and again is not first
+    again = load_source(repo, "midgard", "default", caches=caches)
+    assert caches.counters()["renders"] == (1, 2, 1) and again is not first  # rendered again
     assert by_kind(again)["Deployment"].data["spec"]["replicas"] == 4
 
 

@@ -24,44 +24,48 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    real = manifests.parse_documents
-
-    def counting(text: str, display: str) -> list[object]:
-        seen.append(display)
-        return real(text, display)
-
-    monkeypatch.setattr(manifests, "parse_documents", counting)
-    return seen
-
-
 def test_unchanged_files_are_not_parsed_again(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    parsed = _count_parses(monkeypatch)
     monkeypatch.setattr(manifests, "RACY_NS", 0)
-    first = load_manifests(repo, "asgard", "ai")
-    n = len(parsed)
+    caches = Caches()
+
+    def parsed() -> int:  # files read and parsed: the misses of the per-file map
+        return caches.counters()["files"][1]
+
+    first = load_manifests(repo, "asgard", "ai", caches=caches)
+    n = parsed()
     assert n == 2
-    second = load_manifests(repo, "asgard", "ai")
-    assert len(parsed) == n and second.objects == first.objects  # nothing parsed the second time
+    second = load_manifests(repo, "asgard", "ai", caches=caches)
+    assert parsed() == n and second.objects == first.objects  # nothing parsed the second time
     assert second is first  # nor indexed again: the sidecar's in-sync skip keys on this object
+    assert caches.counters()["indexes"][0] == 1
     [changed] = [p for p in (repo / "hosts" / "asgard").glob("*.yaml") if "ollama-endpoint-manager" in p.read_text()
                  and "kind: ConfigMap" in p.read_text()][:1]
     changed.write_text(changed.read_text().replace("INTERVAL_SECONDS", "INTERVAL_SECS"))
-    third = load_manifests(repo, "asgard", "ai")
-    assert parsed[n:] == [changed.relative_to(repo).as_posix()]  # only the changed file, again
+    third = load_manifests(repo, "asgard", "ai", caches=caches)
+    assert parsed() == n + 1  # only the changed file, again
+    assert any(o.file == changed.relative_to(repo).as_posix() and "INTERVAL_SECS" in str(o.data)
+               for o in third.objects.values())
     assert third.objects != first.objects and third is not first
-    load_manifests(repo, "asgard", "ai")
-    assert len(parsed) == n + 1
+    load_manifests(repo, "asgard", "ai", caches=caches)
+    assert parsed() == n + 1
     # A file written within the racy window (its timestamps could be shared with a later
     # write of the same size) is parsed again at every load until it is older.
     monkeypatch.setattr(manifests, "RACY_NS", 10**12)
     changed.write_text(changed.read_text().replace("INTERVAL_SECS", "INTERVAL_SECZ"))
     for _ in range(2):
-        fourth = load_manifests(repo, "asgard", "ai")
-    assert parsed[n + 1:] == [changed.relative_to(repo).as_posix()] * 2 and fourth.objects != third.objects
+        fourth = load_manifests(repo, "asgard", "ai", caches=caches)
+    assert parsed() == n + 3 and fourth.objects != third.objects
     changed.unlink()
-    assert all(o.file != changed.relative_to(repo).as_posix() for o in load_manifests(repo, "asgard", "ai").objects.values())
+    after = load_manifests(repo, "asgard", "ai", caches=caches)
+    assert all(o.file != changed.relative_to(repo).as_posix() for o in after.objects.values())
+    assert len(caches.files) == n - 1  # the deleted file is forgotten
+
+
+def test_without_caches_nothing_is_remembered(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(manifests, "RACY_NS", 0)
+    first = load_manifests(repo, "asgard", "ai")
+    again = load_manifests(repo, "asgard", "ai")
+    assert again.objects == first.objects and again is not first
 
 
 def test_comparisons_are_remembered_only_for_a_source_of_unmodified_objects(
@@ -72,8 +76,8 @@ def test_comparisons_are_remembered_only_for_a_source_of_unmodified_objects(
     cache = LiveCache()
     for ref, obj in snapshot.objects.items():
         cache.put(ref, obj)
-    found = load_manifests(repo, "asgard", config.namespace)
     caches = Caches()
+    found = load_manifests(repo, "asgard", config.namespace, caches=caches)
 
     def compared() -> tuple[int, int]:  # (hits, misses) of the remembered comparisons
         hits, misses, _ = caches.counters()["compared"]
@@ -82,14 +86,14 @@ def test_comparisons_are_remembered_only_for_a_source_of_unmodified_objects(
     a = detect_live(config, found, cache, NOW, caches=caches)
     tracked = len(a.checked)
     assert compared() == (0, tracked)
-    b = detect_live(config, load_manifests(repo, "asgard", config.namespace), cache, NOW, caches=caches)
+    b = detect_live(config, load_manifests(repo, "asgard", config.namespace, caches=caches), cache, NOW, caches=caches)
     assert b == a and compared() == (tracked, tracked)  # nothing compared again
     # One live change: one comparison again.
     ref = next(r for r in a.checked if r.kind == "ConfigMap")
     changed = dict(snapshot.objects[ref], data={**snapshot.objects[ref].get("data", {}), "NEW": "1"})
     cache.put(ref, changed)
     _, misses = compared()
-    c = detect_live(config, load_manifests(repo, "asgard", config.namespace), cache, NOW, caches=caches)
+    c = detect_live(config, load_manifests(repo, "asgard", config.namespace, caches=caches), cache, NOW, caches=caches)
     assert compared()[1] - misses == 1 and c != a
     # A snapshot (objects a test may modify in place) is never remembered.
     before = compared()

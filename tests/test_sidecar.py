@@ -408,6 +408,9 @@ def test_a_burst_of_events_is_one_pass(agreed: Path, fake: FakeKubeAPI, tmp_path
         report = sc.loop.step()
         assert report is not None and report.reason == "change"
         assert sc.loop.step() is None and sc.loop.passes == 2
+        # One Caches for the installation, kept across the passes (syncer/cache.py).
+        assert sc.loop.caches is sc.caches and sc.loop.runner.caches is sc.caches
+        assert sc.caches.counters()["files"][1] > 0  # the passes loaded the manifests through it
     finally:
         sc.stop()
 

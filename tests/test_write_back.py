@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from syncer.cache import Caches
 from syncer.gitrepo import Workspace
 from syncer.live import SnapshotSource
 from syncer.model import ObjectRef, Result
@@ -75,7 +76,7 @@ def test_agreed_is_what_was_checked_without_a_difference_never_a_secret(tmp_path
     checked = tuple(r for r in loaded.manifests.objects if r != unchecked)
     result = Result("asgard", tuple(d for d in out.result.drifts if d.ref != secret), (), checked)  # in sync
 
-    record = agreed(result, loaded.manifests)
+    record = agreed(result, loaded.manifests, Caches())
     drifting = {d.ref for d in result.drifts}
     assert CM in drifting and CM not in record
     assert secret not in record and unchecked not in record

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from tests.conftest import DATA, ROOT
 
-from syncer import manifests
+from syncer import yamlread
 from syncer.errors import ConfigError
 
 FILES = sorted(p for base in (DATA / "corpus", DATA / "fidelity", ROOT / "examples", ROOT / "hosts")
                if base.is_dir() for p in base.rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
 
-pytestmark = pytest.mark.skipif(not manifests.C_PARSER, reason="ruamel.yaml.clib is not installed")
+pytestmark = pytest.mark.skipif(not yamlread.C_PARSER, reason="ruamel.yaml.clib is not installed")
 
 
 def test_c_parser_reads_the_same_data_as_the_pure_one() -> None:
@@ -24,22 +24,22 @@ def test_c_parser_reads_the_same_data_as_the_pure_one() -> None:
     for path in FILES:
         text = path.read_text(encoding="utf-8")
         try:
-            pure = list(manifests.yaml_loader(pure=True).load_all(text))  # YAML 1.1, as kubectl reads
+            pure = list(yamlread.yaml_loader(pure=True).load_all(text))  # YAML 1.1, as kubectl reads
         except Exception:  # noqa: BLE001 - a file the pure parser refuses: ours must refuse it too
             with pytest.raises(ConfigError):
-                manifests.parse_documents(text, str(path))
+                yamlread.parse_documents(text, str(path))
             continue
-        got = manifests.parse_documents(text, str(path))
+        got = yamlread.parse_documents(text, str(path))
         assert repr(got) == repr(pure), path
 
 
 def test_malformed_yaml_is_worded_as_the_pure_parser_words_it(monkeypatch: pytest.MonkeyPatch) -> None:
     text = "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: [1, 2\n  b: 3\n"
     with pytest.raises(ConfigError) as with_c:
-        manifests.parse_documents(text, "hosts/x/cm.yaml")
-    monkeypatch.setattr(manifests, "C_PARSER", False)
+        yamlread.parse_documents(text, "hosts/x/cm.yaml")
+    monkeypatch.setattr(yamlread, "C_PARSER", False)
     with pytest.raises(ConfigError) as pure:
-        manifests.parse_documents(text, "hosts/x/cm.yaml")
+        yamlread.parse_documents(text, "hosts/x/cm.yaml")
     assert with_c.value.message == pure.value.message
     assert with_c.value.message.startswith("hosts/x/cm.yaml:")
 
@@ -59,8 +59,8 @@ ODD = [
 
 @pytest.mark.parametrize("text", ODD)
 def test_unusual_documents_read_as_the_pure_parser_reads_them(text: str) -> None:
-    pure = list(manifests.yaml_loader(pure=True).load_all(text))  # as kubectl reads
-    got = manifests.parse_documents(text, "odd.yaml")
+    pure = list(yamlread.yaml_loader(pure=True).load_all(text))  # as kubectl reads
+    got = yamlread.parse_documents(text, "odd.yaml")
     assert repr(got) == repr(pure)
     if text.startswith("a: &x"):
         assert got[0]["c"] is got[0]["d"]
@@ -69,14 +69,14 @@ def test_unusual_documents_read_as_the_pure_parser_reads_them(text: str) -> None
 @pytest.mark.parametrize("text", ["a: 1\na: 2\n", "x: !custom 1\n", "a: &a [*a]\n"])
 def test_refusals_are_worded_as_before(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
     try:
-        expected: object = list(manifests.yaml_loader(pure=True).load_all(text))
+        expected: object = list(yamlread.yaml_loader(pure=True).load_all(text))
     except Exception:  # noqa: BLE001 - refused: ours refuses with the same message
-        monkeypatch.setattr(manifests, "C_PARSER", False)
+        monkeypatch.setattr(yamlread, "C_PARSER", False)
         with pytest.raises(ConfigError) as pure:
-            manifests.parse_documents(text, "odd.yaml")
+            yamlread.parse_documents(text, "odd.yaml")
         monkeypatch.undo()
         with pytest.raises(ConfigError) as ours:
-            manifests.parse_documents(text, "odd.yaml")
+            yamlread.parse_documents(text, "odd.yaml")
         assert ours.value.message == pure.value.message
         return
-    assert repr(manifests.parse_documents(text, "odd.yaml")) == repr(expected)
+    assert repr(yamlread.parse_documents(text, "odd.yaml")) == repr(expected)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from syncer import clients
+from syncer.cache import Caches
 from syncer.commands import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, checkout, reproduce
 from syncer.config import Config, load_config
 from syncer.errors import SyncerError
@@ -56,7 +57,7 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     list_early(source, repo, installation, ns)  # syncer.oneshot
     with collection_paused():
         out = dry_run(repo, installation, source, now, reproduce(args, installation),
-                      config=_config(args, repo, installation))
+                      config=_config(args, repo, installation), caches=Caches())
     out.result = snapshot_note(source, out.result)
     if args.output == "json":
         stdout.write(render_json(out.result))
@@ -84,7 +85,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
         out = deliver(mode, repo, installation, source, now, reproduce(args, installation),
-                         config=_config(args, repo, installation))
+                         config=_config(args, repo, installation), caches=Caches())
         out.result = snapshot_note(source, out.result)
         _print_outcome(out, args, stdout)
         return _sync_exit(out, args)
@@ -99,7 +100,8 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             installation = args.installation or default_installation(ws.path)
             source = clients.live_source(args, _namespace(ws.path, installation, args.namespace))
         config = _config(args, ws.path, installation)
-        out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config)
+        out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
+                      caches=Caches())
     _print_outcome(out, args, stdout)
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):

@@ -11,10 +11,10 @@ no render.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
+from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.kustomize import render
 from syncer.kustomize.layers import Layer, find_root, read_text, read_tree, walk
@@ -25,11 +25,9 @@ from syncer.model import ObjectRef
 
 __all__ = ["load_rendered"]
 
-#: The last render per (directory, default namespace, binary), with the stamp of the tree it was made from.
-_RENDERS: dict[tuple[str, str, str], tuple[tuple[tuple[str, int, int, int, int], ...], Manifests]] = {}
-_LOCK = threading.Lock()
-#: How many renders this process made (bench and tests read it).
-RENDERED = [0]
+#: A render as ``Caches.renders`` keeps it (by directory, default namespace, binary), with the
+#: stamp of the tree it was made from.
+Render = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests]
 
 
 def _stamp(base: Path) -> tuple[tuple[tuple[str, int, int, int, int], ...], bool]:
@@ -63,22 +61,21 @@ def _with_metadata(root: Layer, host: Path, repo: Path) -> tuple[dict[str, str],
     return {root.file.relative_to(host).as_posix(): text + "buildMetadata: [originAnnotations, transformerAnnotations]\n"}, True
 
 
-def load_rendered(repo: Path, installation: str, default_namespace: str) -> Manifests:
-    """The objects kustomize renders from ``hosts/<installation>/``, with their source map.
+def load_rendered(repo: Path, installation: str, default_namespace: str, *,
+                  caches: Caches | None = None) -> Manifests:
+    """The objects kustomize renders from ``hosts/<installation>/``, with their source map;
+    ``caches`` keeps the render while no file of the tree changes (None: nothing remembered).
     A kustomization that cannot be rendered (offline) is one ConfigError for the installation."""
+    caches = caches if caches is not None else Caches()
     base = host_dir(repo, installation)
     stamp, racy = _stamp(base)
     key = (str(base.absolute()), default_namespace, " ".join(render.binary()))
-    with _LOCK:
-        last = _RENDERS.get(key)
-    if last is not None and last[0] == stamp:
+    last = caches.renders.get_fresh(key, lambda made: made[0] == stamp)
+    if last is not None:
         return last[1]
     manifests = _load(repo, installation, base, default_namespace)
     if not racy:
-        with _LOCK:
-            if len(_RENDERS) >= 16 and key not in _RENDERS:
-                _RENDERS.clear()
-            _RENDERS[key] = (stamp, manifests)
+        caches.renders.put(key, (stamp, manifests))
     return manifests
 
 
@@ -96,7 +93,6 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
     texts, ours = _with_metadata(root, host, repo)
     inside = base.relative_to(host).as_posix() if base != host else ""
     docs = render.render(host, shown if not inside else f"{shown}/{inside}", texts, helm, inside)
-    RENDERED[0] += 1
     objects: dict[ObjectRef, GitObject] = {}
     origins: dict[ObjectRef, Origin] = {}
     for i, doc in enumerate(docs):

@@ -7,7 +7,7 @@ from typing import Any
 
 from syncer import kinds
 from syncer.diff import scalar_equal
-from syncer.manifests import parse_documents
+from syncer.yamlread import parse_documents
 from syncer.model import Path
 from syncer.normalize import normalize
 

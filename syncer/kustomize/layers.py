@@ -14,7 +14,8 @@ from typing import Any
 from syncer.errors import ConfigError
 from syncer.gitsource import KUSTOMIZATION_NAMES, kustomization_file
 from syncer.kustomize.render import is_remote
-from syncer.manifests import MAX_FILE_BYTES, parse_documents
+from syncer.manifests import MAX_FILE_BYTES
+from syncer.yamlread import parse_documents
 from syncer.repofile import read_inside
 
 #: Bases nested deeper than this are refused (a cycle kustomize would refuse too).

@@ -20,7 +20,7 @@ from typing import Any
 
 from syncer.errors import ConfigError
 from syncer.gitsource import KUSTOMIZATION_NAMES, kustomization_file
-from syncer.manifests import parse_documents
+from syncer.yamlread import parse_documents
 
 #: Keys whose values are data kustomize puts into objects, never a place it loads from.
 DATA_KEYS = frozenset({"literals", "commonAnnotations", "commonLabels", "labels", "annotations", "pairs", "patch",

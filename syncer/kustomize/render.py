@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
-from syncer.manifests import parse_documents
+from syncer.yamlread import parse_documents
 
 BINARY_ENV = "SYNCER_KUSTOMIZE"
 #: kustomize's error (several lines) is shown as one line of at most this many characters.

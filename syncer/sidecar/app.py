@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from syncer.cache import Caches
 from syncer.config import Config, parse_config
 from syncer.errors import ClusterError, ConfigError
 from syncer.filewatch import DirWatcher
@@ -152,9 +153,11 @@ class Sidecar:
         self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
                                 on_error=lambda: self.metrics.error("watch"))
         self.override = ConfigOverride(settings.config_file, s.installation) if settings.config_file else None
-        loaded = load_installation(ws.path, s.installation, self.override.current if self.override else None)
+        self.caches = Caches()  # what this installation remembers across passes (syncer/cache.py)
+        loaded = load_installation(ws.path, s.installation, self.override.current if self.override else None,
+                                   caches=self.caches)
         self.namespace = loaded.config.namespace
-        self.refs = tracked_refs(loaded)
+        self.refs = tracked_refs(loaded, self.caches)
         self.store = (ConfigMapStore(api, self.namespace, s.installation, settings.state_configmap)
                       if settings.state_configmap else None)
         self.elector = (LeaderElector(api, self.namespace, settings.lease_name or f"syncer-{s.installation}",
@@ -163,7 +166,7 @@ class Sidecar:
                         if settings.leader_elect else None)
         self.loop = Loop(s, ws, self.cache, metrics=self.metrics, health=self.health, forge=forge, store=self.store,
                          notifier=notifier, is_leader=self.is_leader, config=self._config,
-                         on_refs=self.watches.reconcile, clock=clock)
+                         on_refs=self.watches.reconcile, clock=clock, caches=self.caches)
         self.server: StatusServer | None = None
         self.dirwatch: DirWatcher | None = None
         self._thread: threading.Thread | None = None

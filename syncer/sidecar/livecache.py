@@ -93,7 +93,7 @@ class LiveCache(LiveSource):
     STALE_AFTER = 60.0
 
     #: ``get`` returns the stored objects themselves: replaced on change, never modified (so
-    #: detection may remember comparisons by identity, syncer/memo.py).
+    #: detection may remember comparisons by identity, syncer/cache.py).
     immutable = True
 
     def __init__(self, host: str = "", *, clock: Callable[[], float] = time.time,

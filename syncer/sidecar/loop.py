@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from syncer.alerts import Outage, Tracker, send, with_pr
+from syncer.cache import Caches, by_identity
 from syncer.classify import parse_time, provenance
 from syncer.config import Config
 from syncer.endpoints import address_root
@@ -44,7 +45,6 @@ from syncer.errors import ClusterError, ConfigError
 from syncer.gather import objects_to_read
 from syncer.gitrepo import Workspace
 from syncer.logs import event
-from syncer.memo import IdentityMemo
 from syncer.model import ObjectRef
 from syncer.sidecar.decisions import log_decisions
 from syncer.sidecar.livecache import LiveCache
@@ -88,14 +88,15 @@ class LoopSettings:
         return Timing(self.debounce, self.debounce_max, self.resync, self.retry_base, self.retry_cap)
 
 
-def tracked_refs(loaded: Loaded) -> set[ObjectRef]:
-    """What to watch: what detection reads (``gather.objects_to_read``)."""
-    return set(_TRACKED.get((loaded.manifests, loaded.config), "tracked",
-                            lambda: frozenset(objects_to_read(loaded.config, loaded.manifests))))
-
-
-#: The manifests and config stay the same objects while no file changed (syncer/manifests.py).
-_TRACKED: IdentityMemo[frozenset[ObjectRef]] = IdentityMemo(size=4)
+def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> set[ObjectRef]:
+    """What to watch: what detection reads (``gather.objects_to_read``). Remembered in
+    ``caches.tracked`` while the manifests and config stay the same objects (no file changed:
+    syncer/manifests.py); None: computed each time."""
+    if caches is None:
+        return set(objects_to_read(loaded.config, loaded.manifests))
+    refs: frozenset[ObjectRef] = by_identity(caches.tracked, (loaded.manifests, loaded.config), "tracked",
+                                             lambda: frozenset(objects_to_read(loaded.config, loaded.manifests)))
+    return set(refs)
 
 
 class Loop:
@@ -104,16 +105,19 @@ class Loop:
                  notifier: "Notifier | None" = None, is_leader: Callable[[], bool] = lambda: True,
                  config: Callable[[], Config | None] = lambda: None,
                  on_refs: Callable[[set[ObjectRef]], None] = lambda _: None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, caches: Caches | None = None) -> None:
         """``config`` gives the ``--config`` override (None: the repository's syncer.conf);
-        ``on_refs`` receives the objects to watch after each pass."""
+        ``on_refs`` receives the objects to watch after each pass; ``caches``: what the
+        installation remembers across passes (None: a new one, kept by this loop)."""
+        self.caches = caches if caches is not None else Caches()
         self.settings, self.ws, self.cache = settings, ws, cache
         self.metrics, self.health = metrics, health
         self.store, self.notifier = store, notifier
         self.is_leader, self.config, self.on_refs, self.clock = is_leader, config, on_refs, clock
         self.schedule = Schedule(settings.timing, clock())
         self.runner = PassRunner(settings.installation, settings.mode, settings.reproduce, ws, cache,
-                                 metrics=metrics, health=health, forge=forge, store=store, config=config)
+                                 metrics=metrics, health=health, forge=forge, store=store, config=config,
+                                 caches=self.caches)
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
@@ -202,7 +206,7 @@ class Loop:
         loaded = out.loaded  # as detection loaded it, unless the pass wrote files
         if loaded is None:
             try:
-                loaded = load_installation(self.ws.path, self.settings.installation, self.config())
+                loaded = load_installation(self.ws.path, self.settings.installation, self.config(), caches=self.caches)
             except ConfigError as exc:
                 event(log, logging.ERROR, "cannot load the installation after the pass", error=exc.message)
                 return
@@ -218,7 +222,7 @@ class Loop:
                 # What was just committed now agrees with the cluster: re-check at once so the
                 # record (the base for the next change) does not wait for the next resync.
                 self.schedule.again("recheck")
-        self.on_refs(tracked_refs(loaded))
+        self.on_refs(tracked_refs(loaded, self.caches))
 
     def _log_outcome(self, report: PassReport, out: Outcome) -> None:
         result = out.result
@@ -259,7 +263,7 @@ class Loop:
 
     def _record_agreement(self, out: Outcome, loaded: Loaded) -> None:
         assert self.store is not None
-        objects = agreed(out.result, loaded.manifests)
+        objects = agreed(out.result, loaded.manifests, self.caches)
         try:
             if self.store.record(objects, keep=loaded.manifests.objects):
                 event(log, logging.INFO, "recorded agreed state", ref=self.store.describe(), objects=len(objects))

@@ -56,7 +56,8 @@ def stage_of(exc: BaseException) -> str:
 
 class PassRunner:
     """Runs the passes of ``installation``: ``mode`` when leading (else a dry run), ``reproduce``
-    quoted in the PR."""
+    quoted in the PR; ``caches``: what the installation remembers across passes (None: a new
+    one, kept here)."""
 
     def __init__(self, installation: str, mode: Mode, reproduce: str, ws: Workspace, cache: LiveCache, *,
                  metrics: Metrics, health: Health, forge: "Forge | None" = None,
@@ -64,6 +65,7 @@ class PassRunner:
                  caches: Caches | None = None) -> None:
         self.installation, self.mode, self.reproduce = installation, mode, reproduce
         self.ws, self.cache = ws, cache
+        self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
         #: what the installation remembers between passes (syncer/cache.py), one per installation

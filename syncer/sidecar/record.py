@@ -10,26 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from syncer.cache import Caches, by_identity
 from syncer.config import NEVER_WRITTEN
 from syncer.manifests import Manifests
-from syncer.memo import IdentityMemo
 from syncer.model import ObjectRef, Result
 from syncer.normalize import normalize
 
-#: Git objects as recorded, by the identity of the parsed object (the parse cache hands the
-#: same one back while its file is unchanged): an unchanged object is the same record object
-#: pass after pass, which also makes the store's "did the record change" check cheap.
-_NORMALIZED: IdentityMemo[dict[str, Any]] = IdentityMemo()
-
-
-def agreed(result: Result, manifests: Manifests) -> dict[ObjectRef, dict[str, Any]]:
+def agreed(result: Result, manifests: Manifests, caches: Caches) -> dict[ObjectRef, dict[str, Any]]:
     """The objects git and the cluster agree on after ``result``, as git declares them (shared,
-    read-only values)."""
+    read-only values).
+
+    Git objects as recorded are remembered in ``caches.normalized`` by the identity of the
+    parsed object (the parse cache hands the same one back while its file is unchanged): an
+    unchanged object is the same record object pass after pass, which also makes the store's
+    "did the record change" check cheap."""
     drifting = {d.ref for d in result.drifts}
     out = {}
     for ref in result.checked:
         obj = manifests.objects.get(ref)
         if obj is not None and ref not in drifting and ref.kind not in NEVER_WRITTEN:
             data = obj.data
-            out[ref] = _NORMALIZED.get((data,), None, lambda: normalize(data))
+            out[ref] = by_identity(caches.normalized, (data,), None, lambda: normalize(data))
     return out

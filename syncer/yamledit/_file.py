@@ -26,6 +26,7 @@ from syncer.yamledit import _tree as yn
 from syncer.yamledit._node import Node
 from syncer.yamledit._tree import Step
 from syncer.yamledit._verify import EditRefused, Op, Splice, verified
+from syncer.yamlread import yaml_problem
 
 __all__ = ["YamlEditError", "YamlFile"]
 
@@ -41,10 +42,8 @@ def _load(text: str, name: str) -> list[yn.Doc]:
     try:
         return yn.load(text)
     except YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        where = f"{mark.line + 1}:{mark.column + 1}" if mark is not None else "1:1"
-        problem = getattr(exc, "problem", None) or str(exc).strip().splitlines()[-1]
-        raise YamlEditError(f"{name}:{where}: {problem}") from exc
+        at, problem = yaml_problem(exc)  # where and what, as a manifest's error says them
+        raise YamlEditError(f"{name}{at or ':1:1'}: {problem}") from exc
 
 
 @dataclass
