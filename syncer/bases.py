@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer import classify
-from syncer.history import GitSays
-from syncer.model import Direction, Path
+from syncer.model import Direction, GitSays, Path
 from syncer.ownership import Owner
 
 PROPOSAL = "proposal"

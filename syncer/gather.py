@@ -24,13 +24,13 @@ from syncer.binding import config_map_ref
 from syncer.cache import Caches, by_identity
 from syncer.config import Config
 from syncer.errors import ClusterError, ConfigError, SyncerError, Unreachable
-from syncer.history import GitHistory, GitSays, judge
+from syncer.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
 from syncer.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
 from syncer.live import LiveSource
 from syncer.manifests import Manifests
 from syncer.tracking import tracking
-from syncer.model import Drift, ObjectRef, Path, Result, Track
+from syncer.model import Drift, GitSays, ObjectRef, Path, Result, Track
 
 
 class BaseStore(Protocol):

@@ -26,7 +26,6 @@ still decide.
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import time
 from collections.abc import Callable
@@ -38,7 +37,7 @@ from typing import Any
 from syncer.cache import Caches
 from syncer.errors import SyncerError
 from syncer.kinds import list_items
-from syncer.model import ObjectRef, Path
+from syncer.model import GitSays, ObjectRef, Path
 
 #: One git command of the walk (a local ``log``, a ``show`` that may fetch one blob).
 CALL_TIMEOUT_S = 15.0
@@ -52,12 +51,6 @@ _MISSING = object()
 
 #: How history runs git in the repository: (args, timeout) -> stdout, None when git failed.
 GitRunner = Callable[[list[str], float], "str | None"]
-
-
-class GitSays(str, enum.Enum):
-    MOVED = "moved"  # git changed this value after the cluster last applied it
-    COPIED = "copied"  # the value was last written by syncer, copying the cluster
-    UNREADABLE = "unreadable"  # the history exists but could not be read (time, fetch): never write on it
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from syncer.errors import SyncerError
-from syncer.history import GitSays
 from syncer.manifests import Manifests
-from syncer.model import ObjectRef, Path
+from syncer.model import GitSays, ObjectRef, Path
 
 #: A Kubernetes object as JSON data.
 JSON = dict[str, Any]

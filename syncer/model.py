@@ -86,6 +86,14 @@ class Action(str, enum.Enum):
     WAIT = "wait"  # would be written once it has been stable long enough
 
 
+class GitSays(str, enum.Enum):
+    """What git's history says of a drifted value (``syncer.history``)."""
+
+    MOVED = "moved"  # git changed this value after the cluster last applied it
+    COPIED = "copied"  # the value was last written by syncer, copying the cluster
+    UNREADABLE = "unreadable"  # the history exists but could not be read (time, fetch): never write on it
+
+
 class Track(str, enum.Enum):
     """Per-kind policy from syncer.conf."""
 

@@ -15,7 +15,7 @@ from syncer import engine
 from syncer.config import Candidates, Config, load_config
 from syncer.errors import Forbidden
 from syncer.gather import detect_live, objects_to_read
-from syncer.history import GitSays
+from syncer.model import GitSays
 from syncer.live import SnapshotSource
 from syncer.manifests import Manifests, load_manifests
 from syncer.model import Direction, ObjectRef
