@@ -47,10 +47,15 @@ from syncer.yamledit import YamlFile
 CORPUS = DATA / "corpus"
 FILES = sorted(p for p in CORPUS.rglob("*") if p.suffix in (".yaml", ".yml"))
 MERGE = "tag:yaml.org,2002:merge"
-STATS: dict[str, list[int]] = {"lines": [], "block": [], "flow_add": []}
-#: test_corpus_summary reads STATS, filled by the per-file tests: under pytest-xdist the whole
-#: module runs on one worker (`--dist loadgroup`, pyproject.toml).
+#: per file: (lines touched by set_value, was the leaf a block scalar, add_key went inline in a flow
+#: mapping); filled by the per-file tests, completed by test_corpus_summary for any file this process
+#: did not run (another xdist worker, or a -k selection), so the summary never depends on test order.
+STATS: dict[Path, tuple[int, bool, bool]] = {}
 pytestmark = pytest.mark.xdist_group("yamledit_corpus")
+
+
+_SET: list[tuple[int, bool]] = []  # what check_set_leaf found, taken by test_corpus_file
+_FLOW: list[bool] = []  # what check_add_key found, likewise
 
 
 DOC_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.M)
@@ -206,6 +211,7 @@ def test_corpus_file(path: Path) -> None:
     # (b) ruamel's safe loader reads the original data with exactly those two changes
     view.check_reads_back(out, expected)
     assert strict_equal(f.documents, expected)
+    STATS[path] = (*_SET.pop(), _FLOW.pop())
 
 
 def check_set_leaf(path: Path, f: YamlFile, text: str, leaves: list[Leaf], expected: list[Any]) -> str:
@@ -231,8 +237,7 @@ def check_set_leaf(path: Path, f: YamlFile, text: str, leaves: list[Leaf], expec
         assert touched == [leaf.first] and len(a) == len(b), (touched, leaf.first)
     else:  # a plain/quoted scalar folded over several lines in the source
         assert touched and leaf.first <= touched[0] and touched[-1] <= leaf.last
-    STATS["lines"].append(len(touched))
-    STATS["block"].append(int(leaf.block))
+    _SET.append((len(touched), leaf.block))
 
     # (c) every byte outside those lines is identical; CRLF and the final newline kept
     head = sum(len(line) for line in a[: touched[0]])
@@ -258,8 +263,8 @@ def check_add_key(path: Path, f: YamlFile, text: str, maps: list[Leaf], expected
     out = f.render()
     assert_crlf_kept(text, out)
     assert out.endswith("\n") == text.endswith("\n")
+    _FLOW.append(not block)
     if not block:
-        STATS["flow_add"].append(1)
         spans, a, b = changed_lines(text, out)
         assert len(spans) == 1 and len(a) == len(b) and f", {key}: " in out
         return out
@@ -279,17 +284,19 @@ def check_add_key(path: Path, f: YamlFile, text: str, maps: list[Leaf], expected
 
 
 def test_corpus_summary() -> None:
-    """Prints the figures (run after the per-file tests; ``-s`` shows them)."""
-    if not STATS["lines"]:
-        pytest.skip("per-file tests did not run")
-    n, lines, block = len(STATS["lines"]), STATS["lines"], STATS["block"]
-    plain = [x for x, b in zip(lines, block) if not b]
-    blocks = [x for x, b in zip(lines, block) if b]
+    """Prints the figures (``-s`` shows them); every corpus file is edited exactly."""
+    for path in FILES:
+        if path not in STATS:
+            test_corpus_file(path)
+    n = len(STATS)
+    lines = [x for x, _, _ in STATS.values()]
+    plain = [x for x, b, _ in STATS.values() if not b]
+    blocks = [x for x, b, _ in STATS.values() if b]
     print(
         f"\ncorpus: {n}/{len(FILES)} files edited exactly ({100 * n / len(FILES):.0f}%), 0 leaves substituted; "
         f"lines touched per set_value: mean {sum(lines) / n:.2f} "
         f"(single-line/flow scalars {sum(plain) / max(len(plain), 1):.2f} over {len(plain)}, "
         f"block scalars {sum(blocks) / max(len(blocks), 1):.2f} over {len(blocks)}); "
-        f"add_key inline in a flow mapping (no block mapping in the file): {len(STATS['flow_add'])}"
+        f"add_key inline in a flow mapping (no block mapping in the file): {sum(f for _, _, f in STATS.values())}"
     )
-    assert n == len(FILES)
+    assert n == len(FILES) and set(STATS) == set(FILES)
