@@ -467,6 +467,15 @@ def test_large_file_edits_do_not_parse_the_file_again(monkeypatch: pytest.Monkey
         return real_load(text, name)
 
     monkeypatch.setattr(yfile, "_load", counting_load)
+    import syncer.yamledit._verify as yverify
+
+    real_verify_load = yverify.load
+
+    def counting_verify_load(text: str) -> Any:
+        loads.append(len(text))
+        return real_verify_load(text)
+
+    monkeypatch.setattr(yverify, "load", counting_verify_load)
     ops: list[tuple[Any, ...]] = [
         ("set_value", 0, ("kind",), "Bigger"),
         ("set_value", 0, ("spec", "group", "list", 1500, "description"), "changed"),
