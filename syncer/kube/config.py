@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from syncer import USER_AGENT
 from syncer.errors import ConfigError
 
 #: YAML text and the name to show in errors -> its documents; ConfigError ``file:line`` when malformed.
@@ -65,6 +66,16 @@ class Connection:
         if self.basic is not None:
             return "Basic " + base64.b64encode(f"{self.basic[0]}:{self.basic[1]}".encode()).decode()
         return None
+
+    def headers(self) -> list[tuple[str, str]]:
+        """The headers every request to this server carries, over HTTP/1.1 and HTTP/2 alike: the
+        User-Agent (found in the API server's audit log) and the credentials. The one place that
+        builds them, so a header every request needs is added here once."""
+        headers = [("User-Agent", USER_AGENT)]
+        auth = self.authorization()
+        if auth:
+            headers.append(("Authorization", auth))
+        return headers
 
 
 def _named(doc: dict[str, Any], section: str, key: str, where: str) -> dict[str, dict[str, Any]]:
