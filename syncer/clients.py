@@ -78,7 +78,10 @@ def github_app(args: argparse.Namespace) -> InstallationToken | None:
     built: InstallationToken | None = getattr(args, "_github_app", None)
     if built is not None:
         return built
-    if args.forge != "github":
+    from syncer.forges import FORGES, api_url
+
+    spec = FORGES.get(args.forge)
+    if spec is None or not spec.app_tokens:
         raise ConfigError(f"--github-app-id is for --forge github, not --forge {args.forge}")
     if args.token_file:
         raise ConfigError("give --token-file or --github-app-id, not both")
@@ -87,11 +90,10 @@ def github_app(args: argparse.Namespace) -> InstallationToken | None:
     installation = (args.github_app_installation_id or "").strip()
     if installation and not installation.isdigit():
         raise ConfigError(f"--github-app-installation-id {installation!r} is not a number")
-    from syncer.forges import api_url
     from syncer.forges.githubapp import InstallationToken, load_private_key
 
     key = load_private_key(args.github_app_key_file)
-    built = InstallationToken(http_client(), api_url("github", args.forge_url or ""), app_id, key,
+    built = InstallationToken(http_client(), api_url(args.forge, args.forge_url or ""), app_id, key,
                               repo=(args.forge_repo or "").strip().strip("/").removesuffix(".git"),
                               installation_id=int(installation) if installation else None)
     args._github_app = built
