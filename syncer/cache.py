@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from syncer.config import Config
     from syncer.gather.history import Version
-    from syncer.sources.kustomize import Render
     from syncer.sources.manifests import FileParse, Index
     from syncer.model import ObjectRef
     from syncer.writeback.plan import EditorParse, Planned
@@ -213,8 +212,12 @@ class Caches:
     files: Lru[tuple[str, str], FileParse] = field(default_factory=lambda: Lru(65_536))
     #: manifests: the last index per (repo, installation, namespace), with the per-file lists it came from.
     indexes: Lru[tuple[str, str, str], Index] = field(default_factory=lambda: Lru(64))
-    #: kustomize: the last render per (directory, namespace, binary), with the stamp of the tree.
-    renders: Lru[tuple[str, str, str], Render] = field(default_factory=lambda: Lru(16))
+    #: sources: a rendering source's last load per key (the source's name first, then its tree,
+    #: namespace, binary...), with the stamp of the tree it was made from (``Source.load``).
+    renders: Lru[tuple[str, ...], Any] = field(default_factory=lambda: Lru(16))
+    #: sources: why each drift of a checked render does not render as live (None: it does), by a
+    #: digest of the tree's stamp, the edited texts and the drifts (``Source.verify``).
+    verified: Lru[bytes, tuple[str | None, ...]] = field(default_factory=lambda: Lru(1024))
     #: writeback: new texts planned, by (file, digest of its text, the edits).
     planned: Lru[tuple[str, str, str], Planned] = field(default_factory=lambda: Lru(512))
     #: writeback: a file's parses by (file, digest), bounded by the characters of text they hold.

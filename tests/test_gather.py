@@ -18,6 +18,7 @@ from syncer.gather.collect import detect_live, objects_to_read
 from syncer.model import GitSays
 from syncer.gather.live import SnapshotSource
 from syncer.sources.manifests import Manifests, load_manifests
+from syncer.sources.plain import ManifestsSource
 from syncer.model import Direction, ObjectRef
 from syncer.sidecar.loop import tracked_refs
 from syncer.writeback.deliver import Loaded
@@ -80,4 +81,4 @@ def test_the_sidecar_watches_what_detection_reads() -> None:
     config = dataclasses.replace(config, candidates=(*config.candidates, extra))
     read = objects_to_read(config, manifests)
     assert CM in read and ObjectRef("v1", "ConfigMap", "ai", "unrelated-config") not in read
-    assert tracked_refs(Loaded(config, manifests)) == set(read)
+    assert tracked_refs(Loaded(config, manifests, ManifestsSource(ROOT, "asgard", config))) == set(read)

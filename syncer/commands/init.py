@@ -13,7 +13,9 @@ from syncer import clients
 from syncer.commands import EXIT_OK, checkout
 from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
 from syncer.errors import ClusterError, ConfigError
-from syncer.sources.dispatch import is_rendered, load_source
+from syncer.cache import Caches
+from syncer.config import Config
+from syncer.sources.dispatch import source_for
 from syncer.grants import installation_values
 from syncer.kube import context_namespace
 from syncer.kube.lists import named_items
@@ -58,15 +60,18 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
 
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
-    # A kustomization: what kustomize renders (namespaces, kinds), not its files.
-    ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace,
+    # What the source declares (a render's namespaces and kinds, not its files).
+    caches = Caches()
+    declared = source_for(repo, installation, Config(installation, namespace="")).load(caches)
+    ns_answer = infer_namespace(declared.objects, args.namespace,
                                 SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
                                 None if args.namespace else context_namespace(args.kubeconfig, args.context,
                                                                                read_yaml=parse_documents))
-    if is_rendered(repo, installation) and not args.namespace:
-        ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
+    declaring = source_for(repo, installation, Config(installation, namespace=ns_answer[0]))
+    if not args.namespace:
+        ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", f" {declaring.declares}"))
     namespace = ns_answer[0]
-    manifests = load_source(repo, installation, namespace)
+    manifests = declaring.load(caches)
     git = {ref: obj.data for ref, obj in manifests.objects.items()}
     for err in manifests.errors:
         stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")

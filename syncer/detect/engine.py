@@ -73,7 +73,7 @@ def _evidence(obj: GitObject, live: JSON, config: Config, inputs: Inputs, caches
         return ownership.direction_by_owner(live, live_path, appliers)
 
     def git_history(path: Path) -> Answer:
-        if answers is None or obj.rendered:  # a rendered field's history is not its object file's
+        if answers is None:
             return None
         when = ownership.last_apply_time(live, appliers)
         if when is None:
@@ -386,8 +386,6 @@ class Detection:
         ref, obj, _ = self.tracked.items[i]
         try:
             found = _drifts(compared, self.config, self.now, *verdicts)
-            if found and self.inputs.manifests.source_map is not None:
-                found = self.inputs.manifests.source_map.place(obj, found)  # each field's own file (kustomize)
         except (ClusterError, ConfigError) as exc:
             self._cost(ref, obj.file, exc, out)
             return

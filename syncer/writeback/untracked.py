@@ -294,25 +294,19 @@ def _linked_dir(host: Path, path: Path) -> str | None:
         if at.is_symlink() or (at.exists() and not at.is_dir()):
             return str(at.relative_to(host.parent.parent))
     return None
-_KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 def new_files(repo: Path, installation: str, drifts: Iterable[Drift],
               aborted: list[FileError]) -> list[tuple[Drift, Any]]:
-    """(drift, FileChange) of each untracked object to propose as a new file. A file that
-    exists already, or an installation kustomize renders (a new file there is not rendered
-    until the kustomization lists it), is one line in ``aborted`` instead."""
+    """(drift, FileChange) of each untracked object to propose as a new file (the drifts to
+    write: their source proposes files, ``Source.proposes_files``). A file that exists already
+    is one line in ``aborted`` instead."""
     from syncer.writeback.plan import FileChange
 
     host = repo / "hosts" / installation
-    kustomized = any((host / name).exists() for name in _KUSTOMIZATIONS)
     out: list[tuple[Drift, Any]] = []
     for drift in drifts:
         if drift.action is not Action.WRITE or not drift.file or not isinstance(drift.live, dict):
-            continue
-        if kustomized:
-            aborted.append(FileError(drift.file, f"{drift.ref}: not written: hosts/{installation}/ is a kustomization; "
-                                                 "add the object to its resources by hand"))
             continue
         path = repo / drift.file
         if path.exists() or path.is_symlink():
