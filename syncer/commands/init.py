@@ -11,17 +11,19 @@ from typing import Any, TextIO
 
 from syncer import clients
 from syncer.commands import EXIT_OK, checkout
-from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
+from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config, parse_config
 from syncer.errors import ClusterError, ConfigError
 from syncer.cache import Caches
 from syncer.config import Config
 from syncer.sources.dispatch import source_for
-from syncer.grants import installation_values
+from syncer.gather.collect import live_reads
+from syncer.grants import chart_values
 from syncer.kube import context_namespace
 from syncer.kube.lists import named_items
 from syncer.gather.live import KubeSource, LiveSource, SnapshotSource
 from syncer.sources.manifests import default_installation, host_dir, parse_documents
 from syncer.model import ObjectRef
+from syncer.writeback.deliver import load_installation
 from syncer.commands.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
 
 
@@ -112,3 +114,16 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
                  "--chart-values prints them again):\n")
     stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace).splitlines()))
     return EXIT_OK
+
+
+def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
+    """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
+
+    config = load_config(host_dir(repo, installation), installation, namespace=namespace)
+    loaded = load_installation(repo, installation, config)
+    values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
+    head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
+            f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")
+    tail = "".join(f"# not covered: {ref} is outside namespace {config.namespace} (the chart's Role is namespaced)\n"
+                   for ref in values.elsewhere)
+    return head + values.text + tail
