@@ -254,11 +254,3 @@ class Caches:
             lru = getattr(self, f.name)
             if isinstance(lru, Lru):
                 lru.clear()
-
-
-#: The ``Caches`` of the pure judgements of a text (``secrets.judge``, ``lookalike.change_note``)
-#: when the caller passes none: the answer is a function of the text alone (keyed by its digest,
-#: the same for every installation, never the text itself), and those judgements are asked from
-#: every place that shows a value (detection, the PR body, webhooks), so one process-wide map,
-#: bounded in bytes, serves them instead of a parameter through each formatter.
-TEXT_JUDGEMENTS = Caches()

@@ -60,7 +60,7 @@ def test_a_bug_is_raised_not_reported_as_a_bad_object() -> None:
 def test_git_history_is_asked_what_decides_and_its_answer_decides() -> None:
     config, manifests, objects = _asgard()
     detection = engine.Detection(config, gathered(config, manifests, objects, history={}), NOW)
-    asked = [q for q in detection.questions if q[0] == MAC]
+    asked = [q for q in detection.compare() if q[0] == MAC]
     assert [q[1] for q in asked] == [("subsets", 0, "addresses", 0, "ip")]  # only the moved address of MAC
     unanswered = engine.detect(config, gathered(config, manifests, objects), NOW)
     moved = detection.finish({q: (GitSays.MOVED, "git changed it after the apply") for q in asked})

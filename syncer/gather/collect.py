@@ -196,6 +196,7 @@ def detect_live(config: Config, manifests: Manifests, source: LiveSource, now: d
     inputs = gather(config, manifests, source, caches, store=store, observed_since=observed_since,
                     history=history is not None)
     detection = engine.Detection(config, inputs, now, caches)
-    if history is None or not detection.questions:
+    questions = detection.compare()
+    if history is None or not questions:
         return detection.finish()
-    return detection.finish(answer(history, detection.questions, manifests, history_file))
+    return detection.finish(answer(history, questions, manifests, history_file))

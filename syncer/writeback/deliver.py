@@ -139,8 +139,9 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: C
     if not isinstance(source, Lister):
         return replace(result, errors=result.errors + (FileError(
             config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
-    lister = untracked.WarnOnRefusal(source, config.source, caches if caches is not None else Caches())
-    found = untracked.find(config, loaded.manifests.objects, lister)
+    caches = caches if caches is not None else Caches()
+    lister = untracked.WarnOnRefusal(source, config.source, caches)
+    found = untracked.find(config, loaded.manifests.objects, lister, caches)
     if not loaded.git.proposes_files:  # a render shows only what its inputs list
         found = [replace(d, action=Action.REPORT, file="",
                          reason=d.reason.replace("; proposed as a new file", "") +

@@ -206,8 +206,9 @@ def file_for(installation: str, kind: str, namespace: str, name: str) -> str:
     return f"hosts/{installation}/untracked/{safe(namespace or '_cluster')}/{stem}.yaml"
 
 
-def find(config: Config, declared: Iterable[ObjectRef], lister: Lister) -> list[Drift]:
-    """The untracked objects as drifts (class ``untracked``), one per object, sorted."""
+def find(config: Config, declared: Iterable[ObjectRef], lister: Lister, caches: Caches | None = None) -> list[Drift]:
+    """The untracked objects as drifts (class ``untracked``), one per object, sorted; ``caches``:
+    where the judgements of their texts are remembered (None: nowhere)."""
     mode = config.untracked.mode
     if mode is UntrackedMode.IGNORE:
         return []
@@ -224,11 +225,11 @@ def find(config: Config, declared: Iterable[ObjectRef], lister: Lister) -> list[
             name = str(meta.get("name", ""))
             if not name or (kind, namespace, name) in known or excluded(kind, obj, services, config):
                 continue
-            drifts.append(_drift(config, kind, namespace, obj, mode))
+            drifts.append(_drift(config, kind, namespace, obj, mode, caches))
     return sorted(drifts, key=lambda d: (d.ref.kind, d.ref.namespace, d.ref.name))
 
 
-def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: UntrackedMode) -> Drift:
+def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: UntrackedMode, caches: Caches | None) -> Drift:
     meta = _meta(obj)
     name = str(meta["name"])
     ref = ObjectRef(str(obj.get("apiVersion", "")), kind, namespace, name)
@@ -239,7 +240,8 @@ def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: Untracked
     cleaned = None if secret else clean(obj)
     # judged as detection judges a live change: a secret-looking key or value anywhere in it
     # keeps the whole object out of git, and its values out of every output
-    found = [] if cleaned is None else secret_fields(kind, cleaned, (*DEFAULT_SECRET_PATTERNS, *config.secret_keys))
+    found = [] if cleaned is None else secret_fields(kind, cleaned, (*DEFAULT_SECRET_PATTERNS, *config.secret_keys),
+                                                     caches)
     write = mode is UntrackedMode.PROPOSE and not secret and not found
     if secret:
         reason = f"{why}; a {kind}: never written, its values never read into the report"
