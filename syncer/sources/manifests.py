@@ -138,7 +138,7 @@ def _file(path: Path, display: str, repo: Path, default_namespace: str, caches: 
     except OSError:
         st = None
     stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) if st is not None else ()
-    hit = caches.files.get_fresh(key, lambda parse: bool(stamp) and parse[0] == stamp)
+    hit: FileParse | None = caches.files.get_fresh(key, lambda parse: bool(stamp) and parse[0] == stamp)
     if hit is not None:
         return hit[1]
     entries = _file_objects(path, display, repo, default_namespace)
@@ -224,7 +224,7 @@ def load_manifests(repo: Path, installation: str, default_namespace: str, *,
     notes: list[tuple[str, list[GitObject | FileError]]] = [(note.file, [note]) for note in chart_notes.values()]
     parts = tuple(notes) + parts
     key = (str(Path(repo).absolute()), installation, default_namespace)
-    last = caches.indexes.get_fresh(key, lambda index: len(index[0]) == len(parts) and all(
+    last: Index | None = caches.indexes.get_fresh(key, lambda index: len(index[0]) == len(parts) and all(
         a[0] == b[0] and a[1] is b[1] for a, b in zip(index[0], parts)))
     if last is not None:
         return last[1]
