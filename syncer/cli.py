@@ -176,9 +176,6 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     stderr = stderr or sys.stderr
     args = build_parser(prog).parse_args(argv)
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
-    kustomize = os.environ.get("SYNCER_KUSTOMIZE")
-    if getattr(args, "kustomize", None):
-        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.sources.kustomize.render reads, here and in the sidecar
     try:
         if getattr(args, "watch", False):
             from syncer.commands.watching import watching
@@ -202,12 +199,6 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except KeyboardInterrupt:
         stderr.write("syncer: interrupted\n")
         return EXIT_ERROR
-    finally:
-        if getattr(args, "kustomize", None):  # main() called in-process (tests): the flag ends with it
-            if kustomize is None:
-                os.environ.pop("SYNCER_KUSTOMIZE", None)
-            else:
-                os.environ["SYNCER_KUSTOMIZE"] = kustomize
 
 
 def _fatal_json(args: argparse.Namespace, message: str) -> str:

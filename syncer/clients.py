@@ -18,6 +18,7 @@ from syncer.errors import ConfigError
 from syncer.gitrepo import Identity, Workspace, remote_default_branch
 from syncer.kube import KubeClient, kube_client
 from syncer.sources.manifests import parse_documents
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.writeback.deliver import Mode
 
@@ -34,6 +35,11 @@ def live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
     if args.live_file:
         return SnapshotSource([Path(f) for f in args.live_file], namespace)
     return KubeSource(kube_api_client(args.kubeconfig, args.context))
+
+
+def tools(args: argparse.Namespace) -> Tools:
+    """The programs sources run, from ``--kustomize`` (its env twin ``SYNCER_KUSTOMIZE``)."""
+    return Tools(kustomize=getattr(args, "kustomize", None) or DEFAULT_TOOLS.kustomize)
 
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:

@@ -16,6 +16,7 @@ from syncer.errors import ClusterError, ConfigError
 from syncer.cache import Caches
 from syncer.config import Config
 from syncer.sources.dispatch import source_for
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.collect import live_reads
 from syncer.grants import chart_values
 from syncer.kube import context_namespace
@@ -53,7 +54,7 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     repo = checkout(args)
     installation = args.installation or default_installation(repo)
     if args.chart_values:
-        stdout.write(installation_values(repo, installation, args.namespace))
+        stdout.write(installation_values(repo, installation, args.namespace, clients.tools(args)))
         return EXIT_OK
     host = host_dir(repo, installation)
     target, legacy = host / CONFIG_NAME, host / LEGACY_CONFIG_NAME
@@ -64,12 +65,12 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
     # What the source declares (a render's namespaces and kinds, not its files).
     caches = Caches()
-    declared = source_for(repo, installation, Config(installation, namespace="")).load(caches)
+    declared = source_for(repo, installation, Config(installation, namespace=""), clients.tools(args)).load(caches)
     ns_answer = infer_namespace(declared.objects, args.namespace,
                                 SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
                                 None if args.namespace else context_namespace(args.kubeconfig, args.context,
                                                                                read_yaml=parse_documents))
-    declaring = source_for(repo, installation, Config(installation, namespace=ns_answer[0]))
+    declaring = source_for(repo, installation, Config(installation, namespace=ns_answer[0]), clients.tools(args))
     if not args.namespace:
         ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", f" {declaring.declares}"))
     namespace = ns_answer[0]
@@ -112,15 +113,14 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     stdout.write(f"next: syncer diff {installation}  (then commit hosts/{installation}/{CONFIG_NAME})\n")
     stdout.write(f"chart values granting exactly what this config reads (syncer init {installation} "
                  "--chart-values prints them again):\n")
-    stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace).splitlines()))
+    stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace, clients.tools(args)).splitlines()))
     return EXIT_OK
 
 
-def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
+def installation_values(repo: Path, installation: str, namespace: str | None, tools: Tools = DEFAULT_TOOLS) -> str:
     """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
-
     config = load_config(host_dir(repo, installation), installation, namespace=namespace)
-    loaded = load_installation(repo, installation, config)
+    loaded = load_installation(repo, installation, config, tools=tools)
     values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
     head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
             f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")

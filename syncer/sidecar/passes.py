@@ -27,6 +27,7 @@ from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.schedule import Schedule
 from syncer.sidecar.server import Health
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.writeback.deliver import Mode, Outcome, deliver
 
 if TYPE_CHECKING:
@@ -62,8 +63,8 @@ class PassRunner:
     def __init__(self, installation: str, mode: Mode, reproduce: str, ws: Workspace, cache: LiveCache, *,
                  metrics: Metrics, health: Health, forge: "Forge | None" = None,
                  store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None,
-                 caches: Caches | None = None) -> None:
-        self.installation, self.mode, self.reproduce = installation, mode, reproduce
+                 caches: Caches | None = None, tools: Tools = DEFAULT_TOOLS) -> None:
+        self.installation, self.mode, self.reproduce, self.tools = installation, mode, reproduce, tools
         self.ws, self.cache = ws, cache
         self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
@@ -97,7 +98,8 @@ class PassRunner:
         mode = self.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
             out = deliver(mode, self.ws, self.installation, self.cache, now, self.reproduce, self.forge, self.store,
-                          config=config, observed_since=self.cache.observed_since(), caches=self.caches)
+                          config=config, observed_since=self.cache.observed_since(), caches=self.caches,
+                          tools=self.tools)
         except GitError:
             raise
         except SyncerError:

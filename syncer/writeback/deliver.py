@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 from syncer.detect import endpoints
 from syncer.writeback import untracked
 from syncer.cache import Caches
-from syncer.config import Config, UntrackedMode, load_config
-from syncer.cache import Caches
+from syncer.config import BoundConfig, Config, UntrackedMode, load_config
 from syncer.gather.collect import BaseStore, detect_live
 from syncer.errors import GitError
 from syncer.gitrepo import Workspace
@@ -32,7 +31,7 @@ from syncer.gather.history import GitHistory
 from syncer.gather.live import Lister, LiveSource
 from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import Manifests, host_dir
-from syncer.sources.source import Source
+from syncer.sources.source import DEFAULT_TOOLS, Source, Tools
 from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
 from syncer.writeback.placement import placed, proved
 from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
@@ -58,19 +57,20 @@ DEFAULT_MODE = Mode.PR
 
 @dataclass(frozen=True)
 class Loaded:
-    config: Config
+    config: BoundConfig  # bound to ``manifests`` (``Config.bound_to``), once
     manifests: Manifests
     git: Source  # what loaded ``manifests``: it places and verifies their edits
 
 
 def load_installation(repo: Path, installation: str, config: Config | None = None, *,
-                      caches: Caches | None = None) -> Loaded:
+                      caches: Caches | None = None, tools: Tools = DEFAULT_TOOLS) -> Loaded:
     """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf;
-    ``caches``: what the installation's earlier loads remember (None: nothing)."""
+    ``caches``: what the installation's earlier loads remember (None: nothing); ``tools``: the
+    programs its source runs (``--kustomize``)."""
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation, caches=caches)
-    git = source_for(repo, installation, config)
+    git = source_for(repo, installation, config, tools)
     manifests = git.load(caches if caches is not None else Caches())
     # bindings without a namespace go where git declares what they bind (not where -n points)
     return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests, git)
@@ -113,13 +113,13 @@ SinceArg = Mapping[ObjectRef, datetime] | None
 
 def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
             mode: Mode, config: ConfigArg = None, observed_since: SinceArg = None,
-            ws: Workspace | None = None, caches: Caches | None = None,
+            ws: Workspace | None = None, caches: Caches | None = None, tools: Tools = DEFAULT_TOOLS,
             ) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
     """Detect and plan; in syncer's own clone ``ws``, git's history may fetch the old versions
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
     caches = caches if caches is not None else Caches()
-    loaded = load_installation(repo, installation, config, caches=caches)
+    loaded = load_installation(repo, installation, config, caches=caches, tools=tools)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))
     result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
@@ -169,11 +169,11 @@ def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Dr
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
             store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None,
-            ws: Workspace | None = None, caches: Caches | None = None) -> Outcome:
+            ws: Workspace | None = None, caches: Caches | None = None, tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """What ``sync`` would do, computed on ``repo`` as it is (syncer's clone ``ws``, or a
     person's checkout); writes nothing."""
     loaded, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
-                                              observed_since, ws, caches)
+                                              observed_since, ws, caches, tools)
     out = Outcome(result, drifts, changes, loaded=loaded)
     if drifts:
         out.title, out.body, out.labels = (pr_title(installation, drifts),
@@ -184,14 +184,15 @@ def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, re
 
 def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datetime,
                 store: BaseStore | None = None, *, config: ConfigArg = None,
-                observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+                observed_since: SinceArg = None, caches: Caches | None = None,
+                tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """Commit accepted drifts straight to the base branch, fast-forward only."""
     caches = caches if caches is not None else Caches()
     notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
     for _attempt in range(MAX_PUSH_ATTEMPTS):
         ws.sync_to_base()
         loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
-                                                  observed_since, ws, caches)
+                                                  observed_since, ws, caches, tools)
         out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
         held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
         if held:
@@ -222,7 +223,7 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
 
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
             forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
-            observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+            observed_since: SinceArg = None, caches: Caches | None = None, tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
     caches = caches if caches is not None else Caches()
     from syncer.writeback.pullrequest import Proposal, reconcile_pull_request
@@ -230,7 +231,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     branch = f"syncer/{installation}"
     base_sha = ws.sync_to_base()
     loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
-                                              observed_since, ws, caches)
+                                              observed_since, ws, caches, tools)
     remote = ws.fetch_branch(branch)
     # With a state record, syncer's own commits are the ones it recorded pushing (an author
     # email anyone can write proves nothing); a record that never held one falls back to the
@@ -286,10 +287,12 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
 
 def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
-               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None,
+               tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
     or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
-    installation remembers between passes (the sidecar's, kept across them; None: nothing).
+    installation remembers between passes (the sidecar's, kept across them; None: nothing);
+    ``tools``: the programs the installation's source runs (``--kustomize``).
 
     ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
     taken as it is; a dry run in a clone first resets it to the remote base branch.
@@ -300,11 +303,11 @@ def deliver(mode: Mode, where: Workspace | Path, installation: str, source: Live
             ws.sync_to_base()
         checkout = where.path if isinstance(where, Workspace) else where
         return dry_run(checkout, installation, source, now, reproduce, store, config=config,
-                       observed_since=observed_since, ws=ws, caches=caches)
+                       observed_since=observed_since, ws=ws, caches=caches, tools=tools)
     if not isinstance(where, Workspace):
         raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
     if mode is Mode.COMMIT:
         return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since,
-                           caches=caches)
+                           caches=caches, tools=tools)
     return sync_pr(where, installation, source, now, reproduce, forge, store, config=config,
-                   observed_since=observed_since, caches=caches)
+                   observed_since=observed_since, caches=caches, tools=tools)
