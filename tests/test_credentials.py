@@ -25,8 +25,8 @@ from syncer.errors import CredentialsRejected, ForgeAuthFailed
 from syncer.forges import make_forge
 from syncer.forges._http import FileToken
 from syncer.kube import REJECTED, NoCredentials, Unauthorized, kube_client
-from syncer.manifests import parse_documents
-from syncer.sync import Mode
+from syncer.sources.manifests import parse_documents
+from syncer.writeback.deliver import Mode
 
 LOCAL = ("127.0.0.1", 0)
 

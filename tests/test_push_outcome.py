@@ -85,8 +85,8 @@ def test_no_origin_and_no_remote_names_both(asgard_repo: Path) -> None:
 
 def test_a_race_is_redone_after_a_jittered_pause(asgard_repo: Path, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from syncer import sync
-    from syncer.live import SnapshotSource
+    from syncer.writeback import deliver as sync
+    from syncer.gather.live import SnapshotSource
 
     pauses: list[float] = []
     ws = Workspace.open_or_clone(str(tmp_path / "origin.git"), "main", tmp_path / "clone")

@@ -15,7 +15,7 @@ from tests.test_live_api import load_asgard_as_applied
 from tests.fakes.kube_api import FakeKubeAPI
 from syncer.config import parse_config
 from syncer.errors import ConfigError
-from syncer.trackcheck import near_match
+from syncer.gather.trackcheck import near_match
 
 
 def asgard_with(tmp_path: Path, config_edit: tuple[str, str] | None = None, extra: str = "") -> Path:
