@@ -322,7 +322,8 @@ def _fatal_json(args: argparse.Namespace, message: str) -> str:
     import json
 
     return json.dumps({"installation": getattr(args, "installation", None), "in_sync": False, "drifts": [],
-                       "errors": [{"file": "", "message": message}], "warnings": [], "fatal": True},
+                       "errors": [{"file": "", "message": message}], "warnings": [], "checked": 0,
+                       "not_compared": [], "fatal": True},
                       indent=2) + "\n"
 
 
