@@ -87,7 +87,7 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
     """The ``syncer diff`` summary: one block per object, then the unified diff."""
     out: list[str] = [_paint(headline(result), "bold", color and not result.in_sync)]
     last = None
-    # A rendered object (kustomize) has its fields in several files: each line names its own.
+    # An object whose fields are set in several files (a render's layers): each line names its own.
     files: dict[ObjectRef, set[str]] = {}
     for d in result.drifts:
         files.setdefault(d.ref, set()).add(d.file)
