@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from syncer import __version__, logs
 from syncer.clihelp import DESCRIPTIONS, Help
@@ -31,8 +32,28 @@ from syncer.writeback.deliver import DEFAULT_MODE, Mode
 __all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_main", "main"]
 
 
+class _Twin:
+    """A flag's value still to come from its environment twin: checked after parsing exactly as
+    the flag's own value would be (``resolve_twins``), so a bad one is refused, not taken."""
+
+    def __init__(self, env: str, raw: str) -> None:
+        self.env, self.raw = env, raw
+
+    def __str__(self) -> str:  # what --help shows as the default
+        return self.raw
+
+
+#: A yes/no twin (``SYNCER_LEADER_ELECT``) takes these words, any case; anything else is refused.
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off", "")
+
+
+class UsageError(Exception):
+    """A bad flag or environment value: one line, exit 2 (what argparse prints, without its usage)."""
+
+
 class _EnvDefaults(argparse.ArgumentParser):
-    """An ArgumentParser whose options default to their ``SYNCER_*`` environment twin."""
+    """An ArgumentParser whose options default to their ``SYNCER_*`` environment twin, and whose
+    errors are one line (``UsageError``) instead of a usage block."""
 
     def add_argument(self, *args: str, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
@@ -43,15 +64,88 @@ class _EnvDefaults(argparse.ArgumentParser):
         twins = ["SYNCER_" + long[2:].upper().replace("-", "_") for long in longs]
         env = next((e for e in twins if e in os.environ), twins[0])
         if env in os.environ and env != "SYNCER_FORGE_TOKEN":
-            raw = os.environ[env]
-            if kwargs.get("action") == "append":
-                action.default = [v for v in raw.split(",") if v]
-            elif kwargs.get("action") == "store_true":
-                action.default = raw.lower() in ("1", "true", "yes", "on")
-            else:
-                action.default = raw
+            action.default = _Twin(env, os.environ[env])
         action.help = (action.help or "") + f" [env {env}]"
         return action
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        """Parse, then give each flag left to its environment twin that twin's checked value (a
+        subcommand's parser does the same for its own flags)."""
+        parsed, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if isinstance(value, _Twin):
+                setattr(parsed, action.dest, _twin_value(action, value))
+        return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+def _twin_value(action: argparse.Action, twin: _Twin) -> Any:
+    """``twin``'s value as ``action`` would take it from the command line: the same type, the
+    same choices, a repeatable flag's comma-separated list; ``UsageError`` naming the variable."""
+    def one(text: str) -> Any:
+        try:
+            value = action.type(text) if callable(action.type) else text
+        except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
+            raise UsageError(f"syncer: error: {twin.env}={twin.raw!r}: {exc}") from None
+        if action.choices is not None and value not in action.choices:
+            choices = ", ".join(map(str, action.choices))
+            raise UsageError(f"syncer: error: {twin.env}={twin.raw!r}: invalid choice (choose from {choices}), as for "
+                             f"{action.option_strings[-1]}")
+        return value
+
+    if isinstance(action, argparse._StoreTrueAction):
+        word = twin.raw.strip().lower()
+        if word not in _TRUE + _FALSE:
+            raise UsageError(f"syncer: error: {twin.env}={twin.raw!r}: expected true or false (1/0, yes/no, on/off)")
+        return word in _TRUE
+    if isinstance(action, argparse._AppendAction):
+        return [one(v) for v in twin.raw.split(",") if v]
+    return one(twin.raw)
+
+
+def _duration(text: str) -> str:
+    """A duration flag's text (``30s``, ``10m``, ``1h30m``, plain seconds), checked; kept as text."""
+    from syncer.commands.run import seconds
+
+    try:
+        seconds(text, "duration")
+    except SyncerError as exc:
+        raise argparse.ArgumentTypeError(exc.message.removeprefix("duration: ")) from None
+    return text
+
+
+def _listen(text: str) -> str:
+    """``HOST:PORT``, checked; kept as text."""
+    from syncer.sidecar.server import parse_listen
+
+    try:
+        parse_listen(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT (e.g. 0.0.0.0:8080)") from None
+    return text
+
+
+def _number(text: str) -> str:
+    """A numeric id (a GitHub App's, its installation's), checked; kept as text."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+    return text.strip()
+
+
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _namespace(text: str) -> str:
+    """A namespace name (an RFC 1123 label, as the API server demands): a typo would read every
+    object as absent instead of failing."""
+    if not _NAMESPACE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a namespace name (lower-case letters, digits and '-', "
+                                         "at most 63)")
+    return text
 
 
 def _installation_flags(p: argparse.ArgumentParser) -> None:
@@ -98,11 +192,11 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
 
 def _github_app_flags(p: argparse.ArgumentParser) -> None:
     """GitHub App credentials, instead of a personal token (with --forge github)."""
-    p.add_argument("--github-app-id", metavar="ID",
+    p.add_argument("--github-app-id", metavar="ID", type=_number,
                    help="authenticate as this GitHub App's installation instead of --token-file; its installation "
                         "token is also git's HTTPS credential unless --git-token-file is given")
     p.add_argument("--github-app-key-file", metavar="FILE", help="the GitHub App's private key (PEM)")
-    p.add_argument("--github-app-installation-id", metavar="ID",
+    p.add_argument("--github-app-installation-id", metavar="ID", type=_number,
                    help="the app's installation (default: the one installed on --forge-repo)")
 
 
@@ -124,7 +218,7 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
             p.add_argument("--exit-code", action="store_true",
                            help="exit 1 when drift was found (errors still 2), as kubectl diff does: "
                                 "`sync --mode dry-run --exit-code` gates CI on drift")
-        p.add_argument("-n", "--namespace",
+        p.add_argument("-n", "--namespace", type=_namespace,
                        help="default namespace for manifests that name none (as kubectl's -n); "
                             "overrides the config's namespace")
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics",
@@ -132,7 +226,7 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show",
                           formatter_class=Help, description=DESCRIPTIONS["init"])
     _installation_flags(init)
-    init.add_argument("-n", "--namespace", help="the installation's namespace (default: kubectl's, the kubeconfig "
+    init.add_argument("-n", "--namespace", type=_namespace, help="the installation's namespace (default: kubectl's, the kubeconfig "
                                                   "context's namespace, or default)")
     init.add_argument("--git-only", action="store_true", help="infer from the manifests alone; do not read the cluster")
     init.add_argument("--force", action="store_true", help="replace an existing config")
@@ -146,23 +240,23 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     _sync_flags(p)
     # Unset here, these default to the sidecar settings' own values (commands.run.sidecar_defaults): importing
     # the settings classes would load the sidecar (and prometheus_client) on every command.
-    p.add_argument("--listen", metavar="HOST:PORT",
+    p.add_argument("--listen", metavar="HOST:PORT", type=_listen,
                    help="where /healthz, /readyz and /metrics are served")
-    p.add_argument("--resync", "--resync-interval", dest="resync", metavar="DURATION",
+    p.add_argument("--resync", "--resync-interval", dest="resync", metavar="DURATION", type=_duration,
                    help="full pass (git fetch + compare) even without events, e.g. 10m")
-    p.add_argument("--debounce", metavar="DURATION",
+    p.add_argument("--debounce", metavar="DURATION", type=_duration,
                    help="wait until the watched objects were quiet this long before a pass")
     p.add_argument("--leader-elect", action="store_true",
                    help="take part in leader election (Lease); only the leader writes")
     p.add_argument("--lease-name", help="name of the Lease (default: syncer-<installation>)")
-    p.add_argument("--lease-duration", metavar="DURATION",
+    p.add_argument("--lease-duration", metavar="DURATION", type=_duration,
                    help="how long the Lease holds without renewal (renewed every third of it)")
     p.add_argument("--state-configmap", metavar="NAME",
                    help="ConfigMap (installation's namespace) holding the last agreed state; empty: none")
     p.add_argument("--config", metavar="FILE",
                    help="syncer.conf to use instead of the repository's (e.g. a mounted ConfigMap); reloaded on change")
     p.add_argument("--log-format", choices=list(logs.FORMATS), default=logs.FORMATS[0], help="log line format")
-    p.add_argument("--shutdown-grace", metavar="DURATION",
+    p.add_argument("--shutdown-grace", metavar="DURATION", type=_duration,
                    help="on SIGTERM, how long a running pass may still finish before it is abandoned")
 
 
@@ -174,7 +268,12 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
          stderr: TextIO | None = None, prog: str = "syncer") -> int:
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:  # a bad flag or environment value: one line, exit 2, no usage block
+        stderr.write(f"{exc}\n")
+        return EXIT_ERROR
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     kustomize = os.environ.get("SYNCER_KUSTOMIZE")
     if getattr(args, "kustomize", None):
@@ -193,7 +292,8 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except SyncerError as exc:
         message = redact_text(exc.message, secrets)
         stderr.write(f"syncer: error: {message}\n")
-        if getattr(args, "output", None) == "json":  # a script reading stdout learns it too, as JSON
+        if getattr(args, "output", None) == "json" and not getattr(args, "json_written", False):
+            # a script reading stdout learns it too, as JSON
             stdout.write(_fatal_json(args, message))
         return EXIT_ERROR
     except (MemoryError, RecursionError) as exc:  # a hostile input past every limit: still exit 2, one line
@@ -201,6 +301,13 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
         return EXIT_ERROR
     except KeyboardInterrupt:
         stderr.write("syncer: interrupted\n")
+        return EXIT_ERROR
+    except Exception as exc:  # a bug: still one line and exit 2 (a traceback's exit 1 would read as "drift found")
+        if argv is not None or sys.flags.dev_mode:  # called in-process (tests), or python -X dev: the traceback
+            raise
+        said = redact_text(" ".join(str(exc).split())[:200], secrets)
+        stderr.write(f"syncer: error: internal error, a bug in syncer ({type(exc).__name__}: {said}); "
+                     "run it as `python -X dev -m syncer.cli ...` for the traceback and report it\n")
         return EXIT_ERROR
     finally:
         if getattr(args, "kustomize", None):  # main() called in-process (tests): the flag ends with it
@@ -214,8 +321,9 @@ def _fatal_json(args: argparse.Namespace, message: str) -> str:
     """``-o json`` when nothing could be compared: the document's shape, with the error in it."""
     import json
 
-    return json.dumps({"installation": getattr(args, "installation", None), "in_sync": None, "drifts": [],
-                       "errors": [{"file": "", "message": message}], "warnings": [], "fatal": True},
+    return json.dumps({"installation": getattr(args, "installation", None), "in_sync": False, "drifts": [],
+                       "errors": [{"file": "", "message": message}], "warnings": [], "checked": 0,
+                       "not_compared": [], "fatal": True},
                       indent=2) + "\n"
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import httpx
 
     from syncer.forges import Forge
+    from syncer.forges._http import TokenSource
     from syncer.forges.githubapp import InstallationToken
     from syncer.writeback.notify import Notifier
 
@@ -51,9 +52,15 @@ def read_secret(path: str | None, flag: str) -> str:
         raise ConfigError(f"{flag} {path}: {exc.strerror}") from exc
 
 
-def _forge_token(args: argparse.Namespace) -> str:
+def _forge_token(args: argparse.Namespace) -> str | TokenSource:
+    """The forge credential: the token file (read again when the forge rejects it), else the
+    environment's token."""
     if args.token_file:
-        token = read_secret(args.token_file, "--token-file")
+        if not read_secret(args.token_file, "--token-file"):  # unreadable or empty: one error now
+            raise ConfigError(f"--token-file {args.token_file} is empty")
+        from syncer.forges._http import FileToken
+
+        return FileToken(args.token_file)
     else:
         token = os.environ.get("SYNCER_FORGE_TOKEN", "").strip()
     if not token:

@@ -199,10 +199,15 @@ class Result:
     #: what was left out, one line each, no drift and no error: files that are no manifests (a
     #: chart's source, a template), an object the snapshot holds in another version than git's
     notes: tuple[FileError, ...] = ()
+    #: Declared objects that were not compared, each with why in a few words (``access denied
+    #: (403)``, ``API not served``, ``read failed``); its line in ``errors`` or ``warnings`` says more.
+    uncompared: tuple[tuple[ObjectRef, str], ...] = ()
 
     @property
     def in_sync(self) -> bool:
-        return not self.drifts
+        """In sync: nothing differs, and nothing kept an object from being compared (an error
+        means some declared object was not read or not compared: never "in sync")."""
+        return not self.drifts and not self.errors
 
     def writable(self) -> tuple[Drift, ...]:
         return tuple(d for d in self.drifts if d.action is Action.WRITE)
@@ -215,4 +220,7 @@ class Result:
             "errors": [e.to_json() for e in self.errors],
             "warnings": [e.to_json() for e in self.warnings],
             "notes": [e.to_json() for e in self.notes],
+            "checked": len(self.checked),
+            "not_compared": [{"kind": ref.kind, "namespace": ref.namespace, "name": ref.name, "reason": why}
+                             for ref, why in self.uncompared],
         }

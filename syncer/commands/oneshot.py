@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -13,24 +14,33 @@ from syncer import clients
 from syncer.cache import Caches
 from syncer.commands import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, checkout, reproduce
 from syncer.config import Config, load_config
-from syncer.errors import SyncerError
+from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import origin_url
 from syncer.gather.live import snapshot_note
+from syncer.model import FileError
 from syncer.sources.manifests import default_installation, host_dir
 from syncer.gather.oneshot import collection_paused, list_early
 from syncer.writeback.report import render_json, render_text
 from syncer.writeback.deliver import Mode, Outcome, deliver, dry_run
 
 
-def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: TextIO) -> None:
+def _print_report(out: Outcome, args: argparse.Namespace, stdout: TextIO) -> None:
+    """What was detected: the summary, the file diffs, the PR text (text output)."""
     diffs = "".join(c.unified_diff() for c in out.changes)
+    stdout.write(render_text(out.result, diffs, color=stdout.isatty()))
+    if out.title and (args.mode == Mode.DRY_RUN.value or (args.mode == Mode.PR.value and args.forge == "none")):
+        stdout.write(f"\n--- pull request ---\ntitle: {out.title}\nlabels: {', '.join(out.labels)}\n\n{out.body}")
+    stdout.flush()
+
+
+def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: TextIO, reported: bool = False) -> None:
+    """The whole outcome; ``reported``: the drift report went out already (before the write)."""
     if args.output == "json":
         doc = render_json(out.result)
         stdout.write(doc)
         return
-    stdout.write(render_text(out.result, diffs, color=stdout.isatty()))
-    if out.title and (args.mode == Mode.DRY_RUN.value or (args.mode == Mode.PR.value and args.forge == "none")):
-        stdout.write(f"\n--- pull request ---\ntitle: {out.title}\nlabels: {', '.join(out.labels)}\n\n{out.body}")
+    if not reported:
+        _print_report(out, args, stdout)
     for msg in out.messages:
         stdout.write(f"syncer: {msg}\n")
     if out.pr is not None:
@@ -90,7 +100,11 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
         _print_outcome(out, args, stdout)
         return _sync_exit(out, args)
     forge = clients.forge(args)
-    remote = args.remote or (origin_url(repo) if repo is not None else None) or str(repo)
+    remote = args.remote or (origin_url(repo) if repo is not None else None)
+    if not remote:
+        raise ConfigError(f"--mode {mode.value} pushes, and there is no git remote to push to: the repository at "
+                          f"{repo} has no remote 'origin' and no --remote was given (pass --remote URL, or "
+                          f"git -C {repo} remote add origin URL)")
     identity = clients.git_identity(args, clients.read_secret(args.git_token_file, "--git-token-file"))
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
@@ -100,9 +114,22 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             installation = args.installation or default_installation(ws.path)
             source = clients.live_source(args, _namespace(ws.path, installation, args.namespace))
         config = _config(args, ws.path, installation)
-        out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
-                      caches=Caches())
-    _print_outcome(out, args, stdout)
+        detected: list[Outcome] = []
+
+        def report(found: Outcome) -> None:  # before the first write: printed whatever the push does
+            detected.append(found)
+            if args.output != "json":
+                _print_report(found, args, stdout)
+        try:
+            out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
+                          caches=Caches(), on_detected=report)
+        except SyncerError as exc:
+            if detected and args.output == "json":  # the drifts found, with why nothing was written
+                failed = replace(detected[0].result, errors=detected[0].result.errors + (FileError("", exc.message),))
+                stdout.write(render_json(failed))
+                args.json_written = True
+            raise
+    _print_outcome(out, args, stdout, reported=bool(detected))
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):
             stdout.write(f"syncer: notification failed: {failure}\n")

@@ -18,7 +18,7 @@ from syncer.detect.diff import FieldDiff, compare
 from syncer.detect.endpoints import (ENDPOINTS, SLICE, address_class, address_root, address_set, all_addresses,
                               candidate_hosts, endpoint_ready, is_address_path, is_family, is_mirrored,
                               ready_addresses, service_of)
-from syncer.errors import ClusterError, SyncerError, Unreachable
+from syncer.errors import NOTHING_READABLE, ClusterError, SyncerError
 from syncer.detect.inputs import JSON, LiveRead, live_object
 from syncer.kinds import list_items
 from syncer.sources.manifests import GitObject, Manifests, object_ref, parse_documents
@@ -191,7 +191,7 @@ class Family:
         for member in members:
             try:
                 other = live if member == ref else live_object(reads, member)
-            except Unreachable:
+            except NOTHING_READABLE:
                 raise
             except ClusterError:
                 continue  # that slice reports its own error; judge with the ones we can see

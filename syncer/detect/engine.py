@@ -23,7 +23,7 @@ from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
 from syncer.config import Config
 from syncer.detect.diff import FieldDiff, align, compare
-from syncer.errors import ClusterError, ConfigError, Forbidden, Unreachable, Unserved
+from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, Forbidden, Unserved
 from syncer.grants import unreadable_message
 from syncer.detect.inputs import JSON, Answer, Inputs, Question, live_object, record_of
 from syncer.kinds import NEVER_WRITTEN
@@ -237,7 +237,7 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
 
 
 #: What detection found, each in object order.
-_PARTS = ("drifts", "errors", "warnings", "unreadable", "notes", "checked")
+_PARTS = ("drifts", "errors", "warnings", "unreadable", "notes", "checked", "uncompared")
 
 
 @dataclass
@@ -250,6 +250,7 @@ class _Found:
     unreadable: list[ObjectRef] = field(default_factory=list)
     notes: list[FileError] = field(default_factory=list)
     checked: list[ObjectRef] = field(default_factory=list)
+    uncompared: list[tuple[ObjectRef, str]] = field(default_factory=list)
 
     def sizes(self) -> tuple[int, ...]:
         return tuple(len(getattr(self, name)) for name in _PARTS)
@@ -332,7 +333,7 @@ class Detection:
                 self._judged(i, compared, _verdicts(compared), judged[i])
             found = found.fill(self._places, judged)
         return Result(self.config.installation, tuple(found.drifts), tuple(found.errors), tuple(found.checked),
-                      tuple(found.warnings), tuple(found.unreadable), tuple(found.notes))
+                      tuple(found.warnings), tuple(found.unreadable), tuple(found.notes), tuple(found.uncompared))
 
     def _judge(self, i: int, out: _Found, asked: list[Question]) -> str:
         """Judge the i-th tracked object into ``out``: "reused" (known in sync), "asked" (its
@@ -403,19 +404,27 @@ class Detection:
             self.tracked.in_sync[i] = compared.live
 
     def _cost(self, ref: ObjectRef, file: str, exc: ClusterError | ConfigError, out: _Found) -> None:
-        """An object that could not be compared: an error, or a warning for a kind only reported."""
-        if isinstance(exc, Unreachable):
+        """An object that could not be compared: an error (it was declared, so "in sync" cannot
+        be said), or a warning only for a 403 of a kind the config marks ``optional`` (and an
+        object whose API the cluster does not serve, of a kind only reported: it cannot exist)."""
+        if isinstance(exc, NOTHING_READABLE):
             raise exc  # nothing can be compared
+        written = self.config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
         if isinstance(exc, Unserved):  # an API the cluster does not serve (a CRD not installed): syncer/gather/served.py
-            error, message = unserved_outcome(exc, self.config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE))
+            error, message = unserved_outcome(exc, written)
             (out.errors if error else out.warnings).append(FileError(file, message))
+            out.uncompared.append((ref, "API not served"))
             return
         if isinstance(exc, Forbidden):  # the Role lacks this object: say which grant, go on with the rest
             out.unreadable.append(ref)
-            written = self.config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
-            (out.errors if written else out.warnings).append(FileError(file, unreadable_message(ref, exc, written)))
+            optional = not written and ref.kind in self.config.optional
+            (out.warnings if optional else out.errors).append(
+                FileError(file, unreadable_message(ref, exc, "optional" if optional else "written" if written
+                                                   else "reported")))
+            out.uncompared.append((ref, "access denied (403)"))
             return
         out.errors.append(FileError(file, f"{ref}: {exc.message}"))
+        out.uncompared.append((ref, "read failed" if isinstance(exc, ClusterError) else "unusable live object"))
 
 
 def unserved_outcome(exc: Unserved, written: bool) -> tuple[bool, str]:

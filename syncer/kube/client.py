@@ -26,7 +26,7 @@ from urllib3.connectionpool import HTTPConnectionPool
 
 from syncer import USER_AGENT
 from syncer.bounds import MAX_JSON_DEPTH
-from syncer.errors import ClusterError
+from syncer.errors import NOTHING_READABLE, ClusterError
 from syncer.kinds import ALTERNATE_VERSIONS
 from syncer.kube.config import Connection, ReadYaml, load_connection, ssl_context
 from syncer.kube.errors import ApiError, ClusterUnreachable, TooLarge, Unparsable, api_error, cause
@@ -203,7 +203,7 @@ class KubeClient:
         except ValueError:
             doc = None
         if not 200 <= resp.status < 300:
-            raise api_error(resp.status, doc if isinstance(doc, dict) else data, what)
+            raise self._api_error(resp.status, doc if isinstance(doc, dict) else data, what)
         if not isinstance(doc, dict):
             raise ClusterUnreachable(f"API server sent non-JSON for {what}", transient=True)
         return doc
@@ -234,8 +234,15 @@ class KubeClient:
                 body: object = self._parse(data, what)
             except ValueError:
                 body = data
-            raise api_error(resp.status, body, what)
+            raise self._api_error(resp.status, body, what)
         return Stream(resp, armed, what, self.host)
+
+    def _api_error(self, status: int, body: object, what: str) -> ApiError:
+        """``api_error``, naming the credentials sent; a 401 also makes a token file be read
+        again at the next request (a rotated token heals without a restart)."""
+        if status == 401:
+            self.conn.rejected()
+        return api_error(status, body, what, self.conn.describe())
 
     # -- discovery ------------------------------------------------------------------------
 
@@ -285,13 +292,13 @@ class KubeClient:
         an older version of the same kind (EndpointSlices: v1beta1 on Kubernetes 1.19/1.20)."""
         try:
             return (api_version, *self.resource(api_version, kind))
-        except ClusterUnreachable:
+        except NOTHING_READABLE:
             raise
         except ClusterError as exc:
             for alt in ALTERNATE_VERSIONS.get((api_version, kind), ()):
                 try:
                     return (alt, *self.resource(alt, kind))
-                except ClusterUnreachable:
+                except NOTHING_READABLE:
                     raise
                 except ClusterError:
                     continue

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
+from syncer.kube.errors import NoCredentials
 
 #: YAML text and the name to show in errors -> its documents; ConfigError ``file:line`` when malformed.
 ReadYaml = Callable[[str, str], Sequence[object]]
@@ -46,18 +47,30 @@ class Connection:
     basic: tuple[str, str] | None = None
     #: Credential plugins: returns the current "Bearer ..." header (refreshing as needed).
     auth_hook: Callable[[], str] | None = None
+    #: Where the credentials come from, in words: what a 401 says to check.
+    source: str = ""
     _file_token: tuple[float, str] = field(default=(0.0, ""), repr=False)
 
     def authorization(self) -> str | None:
+        """The ``Authorization`` header to send; ``kube.NoCredentials`` when the token file
+        cannot be read or the credential plugin fails."""
         if self.auth_hook is not None:
-            return self.auth_hook()
+            try:
+                return self.auth_hook()
+            except Exception as exc:  # noqa: BLE001 -- the plugin's client raises what it likes
+                said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                raise NoCredentials(f"syncer has no credentials to send: the credential plugin of "
+                                    f"{self.source or 'the kubeconfig'} failed: {said}") from None
         if self.token_file is not None:  # projected tokens rotate: re-read at most once a minute
             read_at, token = self._file_token
             if time.monotonic() - read_at > 60 or not token:
                 try:
                     token = self.token_file.read_text(encoding="utf-8").strip()
                 except OSError as exc:
-                    raise ConfigError(f"token file {self.token_file}: {exc.strerror or exc}") from None
+                    raise NoCredentials(f"syncer has no credentials to send: token file {self.token_file}: "
+                                        f"{exc.strerror or exc}") from None
+                if not token:
+                    raise NoCredentials(f"syncer has no credentials to send: token file {self.token_file} is empty")
                 self._file_token = (time.monotonic(), token)
             return f"Bearer {token}"
         if self.token:
@@ -65,6 +78,19 @@ class Connection:
         if self.basic is not None:
             return "Basic " + base64.b64encode(f"{self.basic[0]}:{self.basic[1]}".encode()).decode()
         return None
+
+    def rejected(self) -> None:
+        """The API server answered 401: a token file is read again at the next request (the
+        kubelet, or a person, may have written a new token since), not a minute later."""
+        self._file_token = (0.0, "")
+
+    def describe(self) -> str:
+        """Which credentials are sent, in words a person can check (never the secret itself)."""
+        if self.token_file is not None:
+            return f"the token in {self.token_file} ({self.source})" if self.source else f"the token in {self.token_file}"
+        kind = ("the credential plugin" if self.auth_hook is not None else "the token" if self.token
+                else "the client certificate" if self.cert_data else "the password" if self.basic else "no credentials")
+        return f"{kind} of {self.source}" if self.source else kind
 
 
 def _named(doc: dict[str, Any], section: str, key: str, where: str) -> dict[str, dict[str, Any]]:
@@ -205,6 +231,7 @@ def _load_connection(kubeconfig: str | None, context: str | None, read_yaml: Rea
         cert_data=_file_or_data(user, "client-certificate", ubase, where),
         key_data=_file_or_data(user, "client-key", ubase, where),
     )
+    conn.source = f"user {user_name!r} in kubeconfig {where} (context {name!r})"
     if user.get("token"):
         conn.token = str(user["token"])
     elif user.get("tokenFile"):
@@ -230,7 +257,10 @@ def _plugin_auth(kubeconfig: str | None, context: str, where: str) -> Callable[[
         config.load_kube_config(config_file=kubeconfig, context=context,  # type: ignore[no-untyped-call]
                                 client_configuration=conf)
     except (ConfigException, OSError, TypeError, ValueError) as exc:
-        raise ConfigError(f"kubeconfig {where}: {exc}") from exc
+        # an exec plugin runs here first: its failure means no credential, as a 401 does
+        said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise NoCredentials(f"syncer has no credentials to send: the credential plugin of context {context!r} in "
+                            f"kubeconfig {where} failed: {said}") from exc
 
     def header() -> str:
         # The client keeps the token under "authorization" up to v34 and "BearerToken" from v35 on.
@@ -254,7 +284,8 @@ def _in_cluster() -> Connection:
     except OSError as exc:
         raise ConfigError(f"kubeconfig {where}: {IN_CLUSTER_DIR / 'ca.crt'}: {exc.strerror or exc}") from None
     netloc = f"[{host}]" if ":" in host else host
-    return Connection(server=f"https://{netloc}:{port}", token_file=token_file, ca_data=ca)
+    return Connection(server=f"https://{netloc}:{port}", token_file=token_file, ca_data=ca,
+                      source="the pod's ServiceAccount token, projected by the kubelet")
 
 
 def ssl_context(conn: Connection) -> ssl.SSLContext:

@@ -155,6 +155,7 @@ class KindWatcher(Retrying):
         found, rv = list_collection(self.api, self.target, names)
         for name, ref in names.items():
             self.cache.put(ref, found.get(name))
+        self.cache.accepted()
         return rv
 
     def _event(self, etype: str, obj: JSON) -> None:

@@ -44,7 +44,7 @@ class _Entry:
     changed_at: float = 0.0  # clock time the compared content last changed
     down_since: float | None = None  # stream broken since
     error: str | None = None  # permanent problem (403, kind not served)
-    status: int | None = None  # the API status of ``error`` (401/403: the Role lacks the object)
+    status: int | None = None  # the API status of ``error`` (403: the Role lacks the object)
     raised: ClusterError | None = None  # raised as it is by ``get`` (an API not served: syncer/gather/served.py)
 
 
@@ -112,6 +112,11 @@ class LiveCache(LiveSource):
         self.last_change: float | None = None
         self.api_ok_at: float | None = None
         self.api_error: str | None = None
+        #: The API server rejected the credentials (401), why; cleared by the next new request it
+        #: answers (``accepted``, ``stream_up``), not by events of a watch opened before.
+        self.auth_error: str | None = None
+        #: Called once per rejected request (the sidecar counts them).
+        self.on_rejected: Callable[[], None] = lambda: None
         #: Where ``list_objects`` lists from (the API server; set by the sidecar).
         self.lister: "Lister | None" = None
 
@@ -147,10 +152,12 @@ class LiveCache(LiveSource):
         return changed
 
     def stream_up(self, ref: ObjectRef) -> None:
+        """A watch of ``ref`` was opened: a new request the API server accepted."""
         with self._lock:
             entry = self._entries.setdefault(ref, _Entry())
             entry.down_since = None
             self._reached(self.clock())
+            self.auth_error = None
 
     def stream_down(self, ref: ObjectRef) -> None:
         with self._lock:
@@ -159,7 +166,7 @@ class LiveCache(LiveSource):
                 entry.down_since = self.clock()
 
     def fail(self, ref: ObjectRef, message: str, status: int | None = None, raised: ClusterError | None = None) -> None:
-        """A problem a retry will not fix by itself (403, kind not served); ``status`` 401/403
+        """A problem a retry will not fix by itself (403, kind not served); ``status`` 403
         makes ``get`` raise ``Refused`` (the Role lacks the object), ``raised`` that error
         itself (``served.NotServed``), anything else ClusterError."""
         with self._lock:
@@ -181,6 +188,23 @@ class LiveCache(LiveSource):
         with self._lock:
             self.api_error = message
 
+    def credentials_rejected(self, message: str) -> bool:
+        """The API server rejected syncer's credentials: not ready until it answers again (a
+        rotated token, read again at the next request, heals it without a restart). True when
+        they were taken until now (the first rejection: worth a log line)."""
+        with self._lock:
+            first, self.auth_error = self.auth_error is None, message
+        self.on_rejected()
+        return first
+
+    def accepted(self) -> None:
+        """A new request (a list, a state read) was answered: the credentials are taken again.
+        An event on a watch opened earlier proves nothing of them: the server authenticated it
+        when it began, and streams on after the token is revoked."""
+        with self._lock:
+            self._reached(self.clock())
+            self.auth_error = None
+
     def _reached(self, now: float) -> None:
         self.api_ok_at = now
         self.api_error = None
@@ -195,6 +219,11 @@ class LiveCache(LiveSource):
 
     def describe(self) -> str:
         return f"watch cache of API server {self.host}".rstrip()
+
+    def served_kinds(self) -> frozenset[str] | None:
+        """What the API server the watches read from serves (``LiveSource.served_kinds``)."""
+        served = getattr(self.lister, "served_kinds", None)
+        return served() if served is not None else None
 
     def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
         """Untracked objects (``untracked:``) are not watched: listed from the API server at each pass."""
@@ -211,7 +240,7 @@ class LiveCache(LiveSource):
             if entry.error is not None:
                 if entry.raised is not None:
                     raise entry.raised
-                if entry.status in (401, 403):
+                if entry.status == 403:
                     raise Refused(entry.error, entry.status, transient=False)
                 raise ClusterError(entry.error, transient=False)
             if entry.digest is None:

@@ -222,6 +222,7 @@ class ObjectWatcher(Retrying):
                     if self.stopped.is_set():  # replaced (say, by a watch of its kind): write nothing more
                         break
                     self.cache.put(self.ref, obj)
+                    self.cache.accepted()
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
                     if self.stopped.is_set():
                         break

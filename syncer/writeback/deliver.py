@@ -14,7 +14,9 @@ human has pushed to it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import random
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -24,9 +26,9 @@ from syncer.detect import endpoints
 from syncer.writeback import untracked
 from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode, load_config
-from syncer.cache import Caches
 from syncer.gather.collect import BaseStore, detect_live
-from syncer.errors import GitError
+from syncer.gather.trackcheck import check_kinds
+from syncer.errors import ConfigError, GitError
 from syncer.gitrepo import Workspace
 from syncer.gather.history import GitHistory
 from syncer.gather.live import Lister, LiveSource
@@ -44,6 +46,14 @@ if TYPE_CHECKING:
 
 #: How often a commit is redone after losing a push race before giving up for this round.
 MAX_PUSH_ATTEMPTS = 5
+#: The pause before redoing a commit that lost a push race: full jitter over FIRST * 2**n,
+#: capped, so replicas (or a fleet) that lost to the same push do not collide again in step.
+RACE_BACKOFF_FIRST, RACE_BACKOFF_CAP = 0.2, 5.0
+
+
+def race_backoff(attempt: int, rand: Callable[[], float] = random.random) -> float:
+    """Seconds to wait before redo number ``attempt`` (1, 2, ...) after a lost push race."""
+    return rand() * min(RACE_BACKOFF_CAP, RACE_BACKOFF_FIRST * 2.0 ** min(max(0, attempt - 1), 16))
 
 
 class Mode(str, enum.Enum):
@@ -72,6 +82,10 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
         config = load_config(base, installation, caches=caches)
     git = source_for(repo, installation, config)
     manifests = git.load(caches if caches is not None else Caches())
+    if not manifests.objects and not manifests.errors:  # nothing to compare is no "in sync"
+        skipped = f" ({len(manifests.skipped)} file(s) skipped: no Kubernetes objects in them)" if manifests.skipped else ""
+        raise ConfigError(f"hosts/{installation}/ ({base}) declares no Kubernetes objects{skipped}: nothing to "
+                          "compare; add its manifests, or pass the installation that has them")
     # bindings without a namespace go where git declares what they bind (not where -n points)
     return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests, git)
 
@@ -109,6 +123,9 @@ class Outcome:
 #: and when the watch saw each object's content change (fallback for stability timing).
 ConfigArg = Config | None
 SinceArg = Mapping[ObjectRef, datetime] | None
+#: Told what was detected, before anything is written (the CLI prints the drift report then,
+#: so it reaches stdout whatever happens to the push).
+OnDetected = Callable[[Outcome], None] | None
 
 
 def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
@@ -120,11 +137,14 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     like nothing and be overwritten)."""
     caches = caches if caches is not None else Caches()
     loaded = load_installation(repo, installation, config, caches=caches)
+    unchecked = check_kinds(loaded.config, {ref.kind for ref in loaded.manifests.objects}, source)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))
     result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                          history=history, history_file=loaded.git.history_file, caches=caches)
     result = with_untracked(loaded, result, source, caches)
+    if unchecked:
+        result = replace(result, notes=result.notes + tuple(unchecked))
     result = placed(loaded.git, loaded.manifests.objects, result, caches)  # each drift's own file and line
     result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
@@ -184,11 +204,15 @@ def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, re
 
 def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datetime,
                 store: BaseStore | None = None, *, config: ConfigArg = None,
-                observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
-    """Commit accepted drifts straight to the base branch, fast-forward only."""
+                observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None,
+                sleep: Callable[[float], None] = time.sleep) -> Outcome:
+    """Commit accepted drifts straight to the base branch, fast-forward only. A push that
+    lost a race is fetched and redone after a jittered pause; a refused one is raised as it is."""
     caches = caches if caches is not None else Caches()
     notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
-    for _attempt in range(MAX_PUSH_ATTEMPTS):
+    for attempt in range(MAX_PUSH_ATTEMPTS):
+        if attempt:
+            sleep(race_backoff(attempt))
         ws.sync_to_base()
         loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
                                                   observed_since, ws, caches)
@@ -200,6 +224,8 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
         if not changes:
             out.messages.append("nothing to commit")
             return out
+        if on_detected is not None and not attempt:
+            on_detected(out)
         write_changes(ws.path, changes)
         out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
         out.loaded = None  # the files changed: the sidecar loads them again
@@ -209,7 +235,8 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
             out.messages.append(f"pushed {out.commit[:12]} to {ws.base}")
             return out
         out.messages.append(f"{ws.base} moved while committing; fetching and redoing")
-    raise GitError(f"{ws.base} kept moving: gave up after {MAX_PUSH_ATTEMPTS} attempts; will retry", transient=True)
+    raise GitError(f"{ws.base} kept moving: {MAX_PUSH_ATTEMPTS} pushes in a row lost the race to another push "
+                   "(fetched and redone each time); nothing was pushed", transient=True)
 
 
 def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> tuple[list[Drift], list[str]]:
@@ -222,7 +249,7 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
 
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
             forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
-            observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+            observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None) -> Outcome:
     """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
     caches = caches if caches is not None else Caches()
     from syncer.writeback.pullrequest import Proposal, reconcile_pull_request
@@ -260,6 +287,8 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         return out
     out.title, out.body, out.labels = (pr_title(installation, drifts),
                                        pr_body(result, drifts, reproduce, comments=_comments(changes)), pr_labels(result))
+    if on_detected is not None:
+        on_detected(out)
     write_changes(ws.path, changes)
     out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
     out.loaded = None  # the files changed: the sidecar loads them again
@@ -286,10 +315,12 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
 
 def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
-               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None,
+               on_detected: OnDetected = None) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
     or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
-    installation remembers between passes (the sidecar's, kept across them; None: nothing).
+    installation remembers between passes (the sidecar's, kept across them; None: nothing);
+    ``on_detected``: told what was found before the first write (never in a dry run).
 
     ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
     taken as it is; a dry run in a clone first resets it to the remote base branch.
@@ -305,6 +336,6 @@ def deliver(mode: Mode, where: Workspace | Path, installation: str, source: Live
         raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
     if mode is Mode.COMMIT:
         return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since,
-                           caches=caches)
+                           caches=caches, on_detected=on_detected)
     return sync_pr(where, installation, source, now, reproduce, forge, store, config=config,
-                   observed_since=observed_since, caches=caches)
+                   observed_since=observed_since, caches=caches, on_detected=on_detected)

@@ -85,14 +85,7 @@ def _paint(text: str, color: str, enabled: bool) -> str:
 
 def render_text(result: Result, file_diffs: str = "", color: bool = False) -> str:
     """The ``syncer diff`` summary: one block per object, then the unified diff."""
-    out: list[str] = []
-    if result.in_sync:
-        out.append(f"{result.installation}: in sync ({len(result.checked)} objects checked)")
-    else:
-        n_write = len(result.writable())
-        out.append(_paint(
-            f"{result.installation}: {len(result.drifts)} difference(s) in {len({d.ref for d in result.drifts})} "
-            f"object(s); {n_write} to copy back into git", "bold", color))
+    out: list[str] = [_paint(headline(result), "bold", color and not result.in_sync)]
     last = None
     # An object whose fields are set in several files (a render's layers): each line names its own.
     files: dict[ObjectRef, set[str]] = {}
@@ -126,6 +119,38 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         out.append("")
         out.append(escape.terminal(file_diffs.rstrip("\n")))
     return "\n".join(out) + "\n"
+
+
+def _reasons(uncompared: Sequence[tuple[ObjectRef, str]]) -> str:
+    """``6 access denied (403), 1 read failed``: why objects were not compared, most first."""
+    counts: dict[str, int] = {}
+    for _, why in uncompared:
+        counts[why] = counts.get(why, 0) + 1
+    return ", ".join(f"{n} {why}" for why, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def headline(result: Result) -> str:
+    """The first line of ``syncer diff``: "in sync" only when every declared object was read and
+    compared and none differs; otherwise what differs and how many could not be compared, and why."""
+    checked = len(result.checked)
+    missing = len(result.uncompared)
+    if result.in_sync:
+        left = f"; {missing} not compared: {_reasons(result.uncompared)} (see the warnings)" if missing else ""
+        return f"{result.installation}: in sync ({checked} objects checked{left})"
+    parts = []
+    if result.drifts:
+        parts.append(f"{len(result.drifts)} difference(s) in {len({d.ref for d in result.drifts})} object(s); "
+                     f"{len(result.writable())} to copy back into git")
+    else:
+        parts.append("NOT known to be in sync")
+    if missing:
+        parts.append(f"{missing} of {checked + missing} declared object(s) could not be compared "
+                     f"({_reasons(result.uncompared)})")
+    elif result.errors:
+        parts.append(f"{len(result.errors)} error(s), below")
+    if not result.drifts:
+        parts.append(f"{checked} compared without differences")
+    return f"{result.installation}: " + "; ".join(parts)
 
 
 def render_json(result: Result) -> str:
