@@ -7,10 +7,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from syncer import escape, lookalike
+from syncer import escape, jsondoc, lookalike
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
 from syncer.redact import REDACTED, secret_field
+from syncer.terminal import paint_diff
 from syncer.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
 
 _COLORS = {"red": "\033[31m", "green": "\033[32m", "yellow": "\033[33m", "bold": "\033[1m", "dim": "\033[2m"}
@@ -124,16 +125,18 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         out.append(_paint(escape.line(f"error: {err.message}"), "red", color))
     if file_diffs:
         out.append("")
-        out.append(escape.terminal(file_diffs.rstrip("\n")))
+        shown_diff = escape.terminal(file_diffs.rstrip("\n"))
+        out.append(paint_diff(shown_diff) if color else shown_diff)
     return "\n".join(out) + "\n"
 
 
-def render_json(result: Result) -> str:
+def render_json(result: Result, command: str = "diff", extra: Mapping[str, Any] | None = None) -> str:
+    """The ``-o json`` document of ``command`` (``diff``, ``sync``: ``jsondoc``), ``extra`` keys last."""
     doc = result.to_json()
     for d, item in zip(result.drifts, doc["drifts"]):
         if _hidden(d):
             item["git"], item["live"] = shown(d, d.git), shown(d, d.live)
-    return json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
+    return jsondoc.dumps(jsondoc.with_schema(command, {**doc, **(extra or {})}))
 
 
 def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
