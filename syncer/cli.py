@@ -26,8 +26,8 @@ from syncer.commands.version import cmd_version
 from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
 from syncer.gitrepo import Identity
-from syncer.redact import redact_text
-from syncer.sync import Mode
+from syncer.secrets.redact import redact_text
+from syncer.writeback.deliver import Mode
 
 __all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_main", "main"]
 
@@ -202,7 +202,7 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
 
 def cmd_completion(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     """``syncer completion SHELL``: the script, generated from this very parser."""
-    from syncer.completion import script
+    from syncer.commands.completion import script
 
     stdout.write(script(args.shell, build_parser()))
     return EXIT_OK
@@ -221,7 +221,7 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     kustomize = os.environ.get("SYNCER_KUSTOMIZE")
     if getattr(args, "kustomize", None):
-        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.kustomize.render reads, here and in the sidecar
+        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.sources.kustomize.render reads, here and in the sidecar
     if args.command != "run":  # the sidecar logs its warnings as they come (logs.setup)
         logs.collect(secrets)
     try:
@@ -233,8 +233,8 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
             return watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
         code = COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
         _left_warnings(stderr)
-        if argv is None:  # the process's own command line: it ends next (syncer.oneshot)
-            from syncer.oneshot import before_exit
+        if argv is None:  # the process's own command line: it ends next (syncer.gather.oneshot)
+            from syncer.gather.oneshot import before_exit
 
             before_exit()
         return code
@@ -285,7 +285,7 @@ def _left_warnings(stderr: TextIO) -> None:
 
 def _fatal_json(args: argparse.Namespace, message: str, warnings: Sequence[str]) -> str:
     """``-o json`` when nothing could be compared: the command's document, with the error in it."""
-    from syncer.jsondoc import fatal
+    from syncer.writeback.jsondoc import fatal
 
     return fatal(args.command, getattr(args, "installation", None), message, tuple(warnings))
 

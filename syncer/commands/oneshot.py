@@ -10,21 +10,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from syncer import clients, extdiff, logs
+from syncer import clients, logs
 from syncer.cache import Caches
 from syncer.commands import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, checkout, reproduce
 from syncer.config import Config, load_config
 from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import origin_url
-from syncer.jsondoc import sync_outcome
-from syncer.live import snapshot_note
-from syncer.manifests import default_installation, host_dir
+from syncer.gather.live import snapshot_note
+from syncer.gather.oneshot import collection_paused, list_early
 from syncer.model import FileError, Result
-from syncer.oneshot import collection_paused, list_early
-from syncer.report import render_json, render_text
-from syncer.selection import selection
-from syncer.sync import Mode, Outcome, deliver, dry_run
-from syncer.terminal import use_color
+from syncer.sources.manifests import default_installation, host_dir
+from syncer.sources.selection import selection
+from syncer.writeback import extdiff
+from syncer.writeback.deliver import Mode, Outcome, deliver, dry_run
+from syncer.writeback.jsondoc import sync_outcome
+from syncer.writeback.report import render_json, render_text
+from syncer.writeback.terminal import use_color
 
 
 def _with_said(result: Result) -> Result:
@@ -80,7 +81,7 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     ns = getattr(args, "namespace", None)
     source = clients.live_source(args, _namespace(repo, installation, ns))
     only = selection(args.selector, args.object)
-    list_early(source, repo, installation, ns)  # syncer.oneshot
+    list_early(source, repo, installation, ns)  # syncer.gather.oneshot
     with collection_paused():
         out = dry_run(repo, installation, source, now, reproduce(args, installation),
                       config=_config(args, repo, installation), caches=Caches(), only=only)
@@ -150,7 +151,7 @@ def _sync_exit(out: Outcome, args: argparse.Namespace) -> int:
 def _notify_outcome(args: argparse.Namespace, installation: str, out: Outcome) -> list[str]:
     """One-shot notifications (``alerts.one_shot``): the PR event, and every undeclared or
     cleared Endpoints seen now; the sidecar builds its events with the same functions."""
-    from syncer.alerts import one_shot, send
+    from syncer.writeback.alerts import one_shot, send
 
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     with clients.http_client() as client:

@@ -10,7 +10,8 @@ import sys
 from datetime import datetime
 from typing import Any, TextIO
 
-from syncer import __version__, clients, jsondoc
+from syncer import __version__, clients
+from syncer.writeback import jsondoc
 from syncer.commands import EXIT_OK
 from syncer.errors import SyncerError
 
