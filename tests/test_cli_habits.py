@@ -437,3 +437,38 @@ def test_diff_help_says_the_direction(capsys: pytest.CaptureFixture[str]) -> Non
     text = " ".join(capsys.readouterr().out.split())
     assert "from git (-) to the files as syncer would write them (+)" in text
     assert "the opposite of `kubectl diff`" in text
+
+
+# -- quieter output -----------------------------------------------------------------------------
+
+def test_a_note_is_said_once_per_object_not_under_each_drift() -> None:
+    from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
+    from syncer.writeback.report import render_text
+
+    ref = ObjectRef("v1", "ConfigMap", "ai", "cm")
+    note = "last-applied ignored: its annotation was last written by kubectl-edit, not by an applier"
+    drifts = tuple(Drift(ref, "hosts/a/cm.yaml", ("data", k), "1", "2", Direction.CLUSTER, DriftClass.VALUE,
+                         Action.WRITE, base="ownership", base_note=note) for k in ("A", "B", "C"))
+    text = render_text(Result("a", drifts=drifts))
+    assert text.count(note) == 1
+    other = ObjectRef("v1", "ConfigMap", "ai", "other")
+    text = render_text(Result("a", drifts=drifts + (Drift(other, "hosts/a/o.yaml", ("data", "X"), "1", "2",
+                                                          Direction.CLUSTER, DriftClass.VALUE, Action.WRITE,
+                                                          base_note=note),)))
+    assert text.count(note) == 2  # once for each object
+
+
+def test_text_logs_keep_their_characters() -> None:
+    import logging
+
+    from syncer import logs
+
+    stream = io.StringIO()
+    handler = logs.setup("text", installation="asgard", stream=stream)
+    try:
+        logs.event(logging.getLogger("syncer.test"), logging.INFO, "copied back", ref="ConfigMap/ai/cm",
+                   change="MAC_ADDRS: 192.168.68.58 → 192.168.68.75", who="kubectl-edit")
+    finally:
+        logging.getLogger().removeHandler(handler)
+    line = stream.getvalue()
+    assert 'change="MAC_ADDRS: 192.168.68.58 → 192.168.68.75"' in line and "\\u2192" not in line

@@ -171,3 +171,13 @@ def test_parse_listen(text: str, expected: tuple[str, int]) -> None:
 def test_parse_listen_rejects_garbage() -> None:
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_listen("8080")
+
+
+def test_readyz_counts_the_clone_as_the_git_remote_reached(agreed: Path, fake: FakeKubeAPI, tmp_path: Path) -> None:
+    """The sidecar is built on a clone just made from the remote: before its first pass /readyz
+    waits for the API server only, never says the remote was "not reached yet"."""
+    seed(fake, agreed)
+    sc = sidecar(fake, agreed, tmp_path, mode=Mode.DRY_RUN)
+    ok, text = sc.health.readyz()
+    assert "git remote" not in text, text
+    assert text.startswith("API server: ")

@@ -100,6 +100,7 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
     files: dict[ObjectRef, set[str]] = {}
     for d in result.drifts:
         files.setdefault(d.ref, set()).add(d.file)
+    noted: set[tuple[ObjectRef, str]] = set()
     for d in result.drifts:
         mixed = len(files[d.ref]) > 1
         if d.ref != last:
@@ -116,7 +117,8 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         if d.base:
             out.append(_paint(escape.line(f"      base: {d.base}" + (f" ({d.base_why})" if d.base_why else "")),
                               "dim", color))
-        if d.base_note:
+        if d.base_note and (d.ref, d.base_note) not in noted:  # said once per object, not under each drift
+            noted.add((d.ref, d.base_note))
             out.append(_paint(escape.line(f"      note: {d.base_note}"), "yellow", color))
     for warn in result.warnings:
         out.append(_paint(escape.line(f"warning: {warn.message}"), "yellow", color))
