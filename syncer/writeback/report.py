@@ -111,6 +111,8 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         head = f"  {d.path_text or '(object)'}: {d.detail}" + (f"  ({d.file})" if mixed else "")
         out.append(escape.line(head))  # live-sourced: no ANSI escapes, no forged lines
         who = f" by field manager {d.manager}" if d.manager else ""  # managedFields' manager, e.g. kubectl-edit
+        if d.attribution == "uncertain":
+            who = " (attribution uncertain: managedFields credit an applier that applied another value)"
         when = f" at {d.changed_at}" if d.changed_at else ""
         out.append(_paint(escape.line(
             f"      {d.cls.value}, {d.direction.value} moved{who}{when} -> {d.action.value}: {d.reason}"), tone, color))
@@ -153,7 +155,7 @@ def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
         mine = by_ref[ref]
         lines.append(f"{ref} ({mine[0].file}):")
         for d in mine:
-            who = f" by {d.manager}" if d.manager else ""
+            who = f" by {d.manager}" if d.manager else (", attribution uncertain" if d.attribution else "")
             when = f" at {d.changed_at}" if d.changed_at else ""
             pairs = _line_pairs(d)
             if d.cls is DriftClass.UNTRACKED:
@@ -190,6 +192,15 @@ def _cell(text: str) -> str:
 
 def _code(text: str) -> str:
     return f"<code>{escape.markdown(text, CELL_LIMIT)}</code>"
+
+
+def _manager_cell(d: Drift) -> str:
+    """Who changed the field, or why nobody is named: the server's record can credit a manager
+    that cannot have written the value (``kubectl scale`` on Kubernetes 1.20 credited to
+    ``kubectl-client-side-apply``)."""
+    if d.attribution == "uncertain":
+        return "attribution uncertain"
+    return _cell(d.manager or "?")
 
 
 def pr_title(installation: str, drifts: Sequence[Drift]) -> str:
@@ -245,7 +256,7 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         lines.append("| " + " | ".join((
             _cell(f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}"), _cell(d.file), _cell(d.path_text),
             git_cell, live_cell, d.cls.value, d.direction.value,
-            _cell(d.base or "?"), _cell(d.manager or "?"), _cell(d.changed_at or "?"))) + " |")
+            _cell(d.base or "?"), _manager_cell(d), _cell(d.changed_at or "?"))) + " |")
     if created:
         lines += ["", "### Created live, not in git", "",
                   "Objects nobody committed, proposed as new files (check that they belong in git):", ""]
