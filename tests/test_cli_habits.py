@@ -263,7 +263,7 @@ def test_a_selection_that_matches_nothing_or_cannot_be_read_is_one_error(flags: 
 
 
 def test_selector_syntax_is_kubectl_s() -> None:
-    from syncer.sources.selection import parse_selector
+    from syncer.gather.selection import parse_selector
 
     labels = {"app": "web", "tier": "front", "env": "prod"}
     cases = {"app=web": True, "app==web": True, "app!=web": False, "missing!=x": True, "app": True, "!app": False,
