@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,56 @@ def test_version_names_the_server_s_version(real_cluster: RealCluster, tmp_path:
     bad = real_cluster.kubeconfig(tmp_path / "bad.kubeconfig", token="not-a-token")
     code, out, err = syncer("version", "--kubeconfig", str(bad))
     assert code == 2 and out.startswith("Client Version: ") and "401" in err, (out, err)
+
+
+def test_the_sidecar_as_an_account_impersonates_it_on_every_request_watches_and_http2_streams_included(
+        real_cluster: RealCluster, tmp_path: Path) -> None:
+    """``syncer run --as``, counted in the audit log of a kube-apiserver of its own: every request
+    syncer sent (its User-Agent), the per-object watches multiplexed over HTTP/2 among them, was
+    made as the named account, which the API server authorized with that account's Role."""
+    require_tool("kubectl")
+    from syncer import __version__
+
+    from .test_realapi_sidecar import SyncerRun, asgard_repo, clean_env, kubectl_apply_all, run_args
+
+    with RealCluster(real_cluster.kube_apiserver, workdir=tmp_path / "audited", audit=True) as audited:
+        ns = audited.create_namespace()
+        origin = asgard_repo(tmp_path, ns)
+        kubectl_apply_all(audited, origin, ns)
+        admin = audited.kubeconfig(tmp_path / "admin.kubeconfig", namespace=ns)
+        kubectl(admin, "create", "serviceaccount", "syncer", "-n", ns)
+        kubectl(admin, "create", "role", "syncer", "-n", ns, "--verb=get,list,watch",
+                "--resource=configmaps,endpoints,services,serviceaccounts,deployments.apps,"
+                "roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io")
+        kubectl(admin, "create", "rolebinding", "syncer", "-n", ns, "--role=syncer",
+                f"--serviceaccount={ns}:syncer")
+        account = f"system:serviceaccount:{ns}:syncer"
+        run = SyncerRun("as", run_args(origin, admin, "--state-configmap", "", "--as", account), clean_env(),
+                        tmp_path / "as.log")
+        try:
+            run.wait_ready()
+            assert "HTTP/2 multiplexed" in run.output(), run.output()[-2000:]
+            # The impersonated user is known once the request passed the impersonation filter: the
+            # later stages carry it, which a watch reaches when it ends (here: at shutdown).
+            run.proc.terminate()
+            assert run.proc.wait(timeout=30) == 0
+            assert audited.audit_log is not None
+            deadline = time.monotonic() + 20
+            while True:
+                events = [json.loads(line) for line in audited.audit_log.read_text().splitlines() if line.strip()]
+                ours = [e for e in events if e.get("userAgent") == f"syncer/{__version__}"
+                        and e.get("stage") == "ResponseComplete"]
+                watches = [e for e in ours if e["verb"] == "watch"]
+                if len(watches) >= 9 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert len({e["requestURI"] for e in watches}) == 9, [e["requestURI"] for e in watches]  # one per object
+            assert {(e.get("impersonatedUser") or {}).get("username") for e in ours} == {account}
+            assert {e["user"]["username"] for e in ours} == {"realapi-admin"}  # whose credentials were sent
+            assert all(e.get("annotations", {}).get("authorization.k8s.io/decision") == "allow" for e in watches)
+            reason = " ".join(e.get("annotations", {}).get("authorization.k8s.io/reason", "") for e in watches)
+            assert 'RoleBinding "syncer' in reason, reason[:500]  # allowed by the account's own Role
+        finally:
+            if run.alive():
+                run.proc.kill()
+                run.proc.wait(timeout=30)
