@@ -29,7 +29,8 @@ from syncer.gitrepo import Identity
 from syncer.secrets.redact import redact_text
 from syncer.writeback.deliver import Mode
 
-__all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_main", "main"]
+__all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_complete", "kubectl_main",
+           "main"]
 
 
 class _EnvDefaults(argparse.ArgumentParser):
@@ -297,6 +298,17 @@ def kubectl_main(argv: Sequence[str] | None = None) -> int:
     name; ``--kubeconfig``, ``--context`` and ``-n`` mean what they mean to kubectl, and
     ``$KUBECONFIG`` is honoured as kubectl honours it."""
     return main(argv, prog="kubectl syncer")
+
+
+def kubectl_complete(argv: Sequence[str] | None = None) -> int:
+    """``kubectl_complete-syncer``: kubectl (1.26 on) runs it for ``kubectl syncer <TAB>`` with the
+    words after ``syncer``, and reads cobra's answer: one candidate a line, then ``:<directive>``."""
+    from syncer.commands.completion import complete
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    found, directive = complete(words, build_parser("kubectl syncer"))
+    sys.stdout.write("".join(f"{w}\n" for w in found) + f":{directive}\n")
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -472,3 +472,29 @@ def test_text_logs_keep_their_characters() -> None:
         logging.getLogger().removeHandler(handler)
     line = stream.getvalue()
     assert 'change="MAC_ADDRS: 192.168.68.58 → 192.168.68.75"' in line and "\\u2192" not in line
+
+
+def test_kubectl_completes_the_plugin_through_kubectl_complete_syncer(tmp_path: Path) -> None:
+    """The real kubectl (1.26 on) asks ``kubectl_complete-syncer`` for ``kubectl syncer <TAB>``
+    (its hidden ``__complete`` is what its own completion script calls)."""
+    from tests.realapi.tools import require_tool
+
+    kubectl = require_tool("kubectl")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, function in (("kubectl-syncer", "kubectl_main"), ("kubectl_complete-syncer", "kubectl_complete")):
+        (bin_dir / name).write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+                                    f"from syncer.cli import {function}\nsys.exit({function}())\n")
+        (bin_dir / name).chmod(0o755)
+
+    def complete(*words: str) -> tuple[list[str], str]:
+        done = subprocess.run([kubectl, "__complete", "syncer", *words], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60, check=False, env={**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"})
+        assert done.returncode == 0, done.stderr
+        *found, directive = done.stdout.splitlines()
+        return found, directive
+
+    assert complete("di") == (["diff"], ":4")
+    assert complete("sync", "--mode", "") == (["pr", "commit", "dry-run"], ":4")
+    assert complete("diff", "") == (["asgard", "midgard", "vanaheim"], ":4")
+    assert complete("diff", "--live-file", "") == ([], ":0")  # files: the shell's own completion

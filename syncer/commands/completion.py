@@ -221,3 +221,66 @@ def fish(cmds: list[Command]) -> str:
 def script(shell: str, parser: argparse.ArgumentParser) -> str:
     cmds = commands(parser)
     return {"bash": bash, "zsh": zsh, "fish": fish}[shell](cmds)
+
+
+#: cobra's completion directives, the protocol ``kubectl`` speaks with a plugin's completer
+#: (``kubectl_complete-<plugin>``, kubectl 1.26 on): files, no files, directories only.
+FILES_DIRECTIVE, NO_FILES, DIRS_ONLY = 0, 4, 16
+
+
+def _installations(repo: str | None) -> list[str]:
+    import subprocess
+    from pathlib import Path
+
+    root = repo
+    if not root:
+        try:
+            done = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True, timeout=5,
+                                  check=False)
+            root = done.stdout.strip() if done.returncode == 0 else "."
+        except (OSError, subprocess.SubprocessError):
+            root = "."
+    hosts = Path(root) / "hosts"
+    return sorted(p.name for p in hosts.iterdir() if p.is_dir()) if hosts.is_dir() else []
+
+
+def _contexts() -> list[str]:
+    import subprocess
+
+    try:
+        done = subprocess.run(["kubectl", "config", "get-contexts", "-o", "name"], capture_output=True, text=True,
+                              timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return done.stdout.split() if done.returncode == 0 else []
+
+
+def complete(words: list[str], parser: argparse.ArgumentParser) -> tuple[list[str], int]:
+    """The candidates for the last of ``words`` (the words after ``syncer``; the last one is being
+    typed, maybe empty) and a cobra directive: what ``kubectl syncer <TAB>`` shows."""
+    cmds = {c.name: c for c in commands(parser)}
+    *done, current = words or [""]
+    name = next((w for w in done if not w.startswith("-")), None)
+    if name is None:
+        found = [c.name for c in cmds.values()] + ["--help", "--version"]
+        return [w for w in found if w.startswith(current)], NO_FILES
+    cmd = cmds.get(name)
+    if cmd is None:
+        return [], NO_FILES
+    repo = next((done[i + 1] for i, w in enumerate(done[:-1]) if w == "--repo"), None)
+    flag = next((f for f in cmd.flags if done and done[-1] in f.names and f.takes_value), None)
+    if flag is not None:
+        if flag.value == "choice":
+            return [c for c in flag.choices if c.startswith(current)], NO_FILES
+        if flag.value == "file":
+            return [], FILES_DIRECTIVE
+        if flag.value == "dir":
+            return [], DIRS_ONLY
+        if flag.value == "context":
+            return [c for c in _contexts() if c.startswith(current)], NO_FILES
+        return [], NO_FILES
+    if current.startswith("-"):
+        return [n for f in cmd.flags for n in f.names if n.startswith(current)], NO_FILES
+    values = list(cmd.positional) if cmd.positional else (
+        _installations(repo) if cmd.name in COMMANDS_WITH_INSTALLATION else [])
+    return [v for v in values if v.startswith(current)], NO_FILES
