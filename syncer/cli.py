@@ -18,18 +18,20 @@ from datetime import datetime, timezone
 from typing import Any, NoReturn, TextIO
 
 from syncer import __version__, logs
-from syncer.clihelp import DESCRIPTIONS, Help
+from syncer.clihelp import DESCRIPTIONS, EXAMPLES, Help
 from syncer.commands import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, Command
 from syncer.commands.init import cmd_init
 from syncer.commands.oneshot import cmd_diff, cmd_sync
 from syncer.commands.run import cmd_run
-from syncer.errors import SyncerError
+from syncer.commands.version import cmd_version
+from syncer.errors import ConfigError, SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
 from syncer.gitrepo import Identity
 from syncer.secrets.redact import redact_text
-from syncer.writeback.deliver import DEFAULT_MODE, Mode
+from syncer.writeback.deliver import Mode
 
-__all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_main", "main"]
+__all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_complete", "kubectl_main",
+           "main"]
 
 
 class _Twin:
@@ -155,11 +157,21 @@ def _installation_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", help="git repository holding hosts/ (default: the one containing the current directory)")
     p.add_argument("--live-file", action="append", default=[], metavar="FILE",
                    help="read live objects from a snapshot (kubectl get -o yaml) instead of the API; repeatable")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
-    p.add_argument("--context", help="kubeconfig context")
+    _cluster_flags(p)
     p.add_argument("--kustomize", metavar="BIN",
                    help="renders a kustomize installation: kubectl (kubectl kustomize, the default) or kustomize "
                         "(kustomize build), a name on PATH or a path")
+
+
+def _cluster_flags(p: argparse.ArgumentParser) -> None:
+    """Which API server, and as whom (kubectl's flags of the same names)."""
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--as", dest="as_user", metavar="USER",
+                   help="impersonate this user for every request, as kubectl's --as "
+                        "(e.g. system:serviceaccount:ai:syncer: check the chart's Role before installing)")
+    p.add_argument("--as-group", action="append", default=[], metavar="GROUP",
+                   help="impersonate this group too (with --as); repeatable")
 
 
 def _source_flags(p: argparse.ArgumentParser) -> None:
@@ -167,11 +179,24 @@ def _source_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", choices=["text", "json"], default="text", help="output format")
 
 
+def _view_flags(p: argparse.ArgumentParser) -> None:
+    """What ``diff`` and ``sync`` look at and how they show it."""
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="colour the text output; auto: when stdout is a terminal and NO_COLOR is not set")
+    p.add_argument("-l", "--selector", metavar="SELECTOR",
+                   help="only the objects whose labels in git match, in kubectl's syntax: "
+                        "'app=web,tier!=db', 'env in (prod,staging)', '!canary', 'release'")
+    p.add_argument("--object", action="append", default=[], metavar="KIND/NAME",
+                   help="only this object (ConfigMap/ollama-endpoint-manager, cm/NAME or KIND/NAMESPACE/NAME); "
+                        "repeatable")
+
+
 def _sync_flags(p: argparse.ArgumentParser) -> None:
     _source_flags(p)
-    p.add_argument("--mode", choices=[m.value for m in Mode], default=DEFAULT_MODE.value, help="how to write back")
-    p.add_argument("--forge", choices=[*FORGE_KINDS, "none"], default="none",
-                   help="forge API for pull requests (none: push the branch and print the PR text)")
+    p.add_argument("--mode", choices=[m.value for m in Mode],
+                   help="how to write back; required unless --forge is given (then pr): a bare `sync` writes nothing")
+    p.add_argument("--forge", choices=[*FORGE_KINDS, "none"],
+                   help="forge API for pull requests (none: push the branch and print the PR text; the default)")
     p.add_argument("--forge-url", help="forge base URL (GitHub Enterprise: https://HOST/api/v3)")
     p.add_argument("--forge-repo", metavar="OWNER/NAME", help="repository on the forge")
     p.add_argument("--token-file", help="file holding the forge token (or env SYNCER_FORGE_TOKEN)")
@@ -206,12 +231,13 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
                         help="print 'syncer <version>' and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_EnvDefaults)
     diff = sub.add_parser("diff", help="show what differs between git and the cluster", formatter_class=Help,
-                          description=DESCRIPTIONS["diff"])
+                          description=DESCRIPTIONS["diff"], epilog=EXAMPLES["diff"])
     _source_flags(diff)
     sync = sub.add_parser("sync", help="copy live values back: commit, pull request, or dry run", formatter_class=Help,
-                          description=DESCRIPTIONS["sync"])
+                          description=DESCRIPTIONS["sync"], epilog=EXAMPLES["sync"])
     _sync_flags(sync)
     for p in (diff, sync):
+        _view_flags(p)
         p.add_argument("--watch", action="store_true",
                        help="run again whenever a file under hosts/<installation>/ changes (Ctrl-C to stop)")
         if p is sync:
@@ -222,9 +248,9 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
                        help="default namespace for manifests that name none (as kubectl's -n); "
                             "overrides the config's namespace")
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics",
-                              formatter_class=Help, description=DESCRIPTIONS["run"]))
+                              formatter_class=Help, description=DESCRIPTIONS["run"], epilog=EXAMPLES["run"]))
     init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show",
-                          formatter_class=Help, description=DESCRIPTIONS["init"])
+                          formatter_class=Help, description=DESCRIPTIONS["init"], epilog=EXAMPLES["init"])
     _installation_flags(init)
     init.add_argument("-n", "--namespace", type=_namespace, help="the installation's namespace (default: kubectl's, the kubeconfig "
                                                   "context's namespace, or default)")
@@ -233,6 +259,15 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
     init.add_argument("--chart-values", action="store_true",
                       help="only print the Helm chart's `tracked:` values granting exactly what the existing "
                            "config reads (YAML on stdout: > tracked-values.yaml; helm install -f it)")
+    version = sub.add_parser("version", help="print syncer's version and the API server's",
+                             formatter_class=Help, description=DESCRIPTIONS["version"], epilog=EXAMPLES["version"])
+    version.add_argument("-o", "--output", choices=["json", "yaml"], help="output format (default: text)")
+    version.add_argument("--client", action="store_true", help="only syncer's own version: do not ask the API server")
+    _cluster_flags(version)
+    completion = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish)",
+                                formatter_class=Help, description=DESCRIPTIONS["completion"],
+                                epilog=EXAMPLES["completion"])
+    completion.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
     return parser
 
 
@@ -260,8 +295,17 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
                    help="on SIGTERM, how long a running pass may still finish before it is abandoned")
 
 
+def cmd_completion(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
+    """``syncer completion SHELL``: the script, generated from this very parser."""
+    from syncer.commands.completion import script
+
+    stdout.write(script(args.shell, build_parser()))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Command] = {
-    "diff": cmd_diff, "sync": cmd_sync, "run": cmd_run, "init": cmd_init}
+    "diff": cmd_diff, "sync": cmd_sync, "run": cmd_run, "init": cmd_init, "version": cmd_version,
+    "completion": cmd_completion}
 
 
 def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdout: TextIO | None = None,
@@ -278,12 +322,17 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     kustomize = os.environ.get("SYNCER_KUSTOMIZE")
     if getattr(args, "kustomize", None):
         os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.sources.kustomize.render reads, here and in the sidecar
+    if args.command != "run":  # the sidecar logs its warnings as they come (logs.setup)
+        logs.collect(secrets)
     try:
+        if args.command in ("sync", "run"):
+            _write_mode(args)
         if getattr(args, "watch", False):
             from syncer.commands.watching import watching
 
             return watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
         code = COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
+        _left_warnings(stderr)
         if argv is None:  # the process's own command line: it ends next (syncer.gather.oneshot)
             from syncer.gather.oneshot import before_exit
 
@@ -291,10 +340,13 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
         return code
     except SyncerError as exc:
         message = redact_text(exc.message, secrets)
+        said = logs.take_warnings()
+        for warning in said:
+            stderr.write(f"syncer: warning: {warning}\n")
         stderr.write(f"syncer: error: {message}\n")
-        if getattr(args, "output", None) == "json" and not getattr(args, "json_written", False):
-            # a script reading stdout learns it too, as JSON
-            stdout.write(_fatal_json(args, message))
+        if (getattr(args, "output", None) == "json" and args.command in ("diff", "sync")
+                and not getattr(args, "json_written", False)):
+            stdout.write(_fatal_json(args, message, said))  # a script reading stdout learns it too, as JSON
         return EXIT_ERROR
     except (MemoryError, RecursionError) as exc:  # a hostile input past every limit: still exit 2, one line
         stderr.write(f"syncer: error: input too large or too deeply nested to process ({type(exc).__name__})\n")
@@ -305,11 +357,12 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     except Exception as exc:  # a bug: still one line and exit 2 (a traceback's exit 1 would read as "drift found")
         if argv is not None or sys.flags.dev_mode:  # called in-process (tests), or python -X dev: the traceback
             raise
-        said = redact_text(" ".join(str(exc).split())[:200], secrets)
-        stderr.write(f"syncer: error: internal error, a bug in syncer ({type(exc).__name__}: {said}); "
+        what = redact_text(" ".join(str(exc).split())[:200], secrets)
+        stderr.write(f"syncer: error: internal error, a bug in syncer ({type(exc).__name__}: {what}); "
                      "run it as `python -X dev -m syncer.cli ...` for the traceback and report it\n")
         return EXIT_ERROR
     finally:
+        logs.uncollect()
         if getattr(args, "kustomize", None):  # main() called in-process (tests): the flag ends with it
             if kustomize is None:
                 os.environ.pop("SYNCER_KUSTOMIZE", None)
@@ -317,14 +370,32 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
                 os.environ["SYNCER_KUSTOMIZE"] = kustomize
 
 
-def _fatal_json(args: argparse.Namespace, message: str) -> str:
-    """``-o json`` when nothing could be compared: the document's shape, with the error in it."""
-    import json
+def _write_mode(args: argparse.Namespace) -> None:
+    """``--mode`` from ``--mode`` and ``--forge``: a forge asks for pull requests (``pr``); with
+    neither, ``sync`` and ``run`` refuse to guess. A bare ``sync`` once meant ``pr`` with no forge,
+    which pushed a branch ``syncer/<installation>`` nobody asked for; a dry run by default would
+    exit 0 having written nothing, a success a script relying on the old default never earned."""
+    if args.mode is None:
+        if args.forge is None:
+            raise ConfigError(f"{args.command}: say how to write back: --mode dry-run (show what would change), "
+                              "--mode commit (to the base branch) or --mode pr --forge github|gitea|gitlab|none "
+                              "(env SYNCER_MODE, SYNCER_FORGE)")
+        args.mode = Mode.PR.value
+    if args.forge is None:
+        args.forge = "none"
 
-    return json.dumps({"installation": getattr(args, "installation", None), "in_sync": False, "drifts": [],
-                       "errors": [{"file": "", "message": message}], "warnings": [], "checked": 0,
-                       "not_compared": [], "fatal": True},
-                      indent=2) + "\n"
+
+def _left_warnings(stderr: TextIO) -> None:
+    """Warnings no document took (``init``, ``version``): one ``warning:`` line each, once."""
+    for warning in logs.take_warnings():
+        stderr.write(f"syncer: warning: {warning}\n")
+
+
+def _fatal_json(args: argparse.Namespace, message: str, warnings: Sequence[str]) -> str:
+    """``-o json`` when nothing could be compared: the command's document, with the error in it."""
+    from syncer.writeback.jsondoc import fatal
+
+    return fatal(args.command, getattr(args, "installation", None), message, tuple(warnings))
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
@@ -334,6 +405,17 @@ def kubectl_main(argv: Sequence[str] | None = None) -> int:
     name; ``--kubeconfig``, ``--context`` and ``-n`` mean what they mean to kubectl, and
     ``$KUBECONFIG`` is honoured as kubectl honours it."""
     return main(argv, prog="kubectl syncer")
+
+
+def kubectl_complete(argv: Sequence[str] | None = None) -> int:
+    """``kubectl_complete-syncer``: kubectl (1.26 on) runs it for ``kubectl syncer <TAB>`` with the
+    words after ``syncer``, and reads cobra's answer: one candidate a line, then ``:<directive>``."""
+    from syncer.commands.completion import complete
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    found, directive = complete(words, build_parser("kubectl syncer"))
+    sys.stdout.write("".join(f"{w}\n" for w in found) + f":{directive}\n")
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -176,7 +176,7 @@ def test_a_snapshot_without_managed_fields_says_why_direction_is_unknown(tmp_pat
 
 @pytest.mark.parametrize("command,wanted", [
     ("diff", ["Exit 0 in sync, 1 drift found", "(default: text)"]),
-    ("sync", ["Copy accepted live values back", "(default: pr)", "--exit-code"]),
+    ("sync", ["Copy accepted live values back", "required unless --forge is given", "--exit-code", "examples:"]),
     ("run", ["The sidecar", "(default: 0.0.0.0:8080)", "(default: 600s)", "(default: syncer-state)"]),
     ("init", ["Write hosts/<installation>/syncer.conf", "--chart-values"]),
 ])

@@ -720,7 +720,7 @@ def test_syncer_run_hands_the_sidecar_its_settings_defaults(asgard_repo: Path, f
     monkeypatch.setattr(app, "Sidecar", capture)
     with pytest.raises(Captured):
         main(["run", "asgard", "--repo", str(asgard_repo), "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc")),
-              "--clone-dir", str(tmp_path / "clone")], stdout=io.StringIO(), stderr=io.StringIO())
+              "--clone-dir", str(tmp_path / "clone"), "--forge", "none"], stdout=io.StringIO(), stderr=io.StringIO())
     [settings] = seen
     expected = SidecarSettings(loop=LoopSettings("asgard"))
     assert settings.loop.mode is Mode.PR and (settings.loop.debounce, settings.loop.resync) == (5.0, 600.0)
@@ -734,7 +734,7 @@ def test_run_without_a_remote_outside_a_repository_is_one_clear_line(tmp_path: P
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     errs = io.StringIO()
-    assert main(["run", "asgard"], stdout=io.StringIO(), stderr=errs) == 2
+    assert main(["run", "asgard", "--mode", "commit"], stdout=io.StringIO(), stderr=errs) == 2
     assert errs.getvalue() == ("syncer: error: --remote URL is required: the git repository syncer clones from "
                                "and pushes to\n")
 

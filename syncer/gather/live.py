@@ -333,9 +333,12 @@ def names_only(obj: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in obj.items() if k not in _SECRET_VALUES}, "metadata": meta}
 
 
-def kube_api_client(kubeconfig: str | None, context: str | None) -> KubeClient:
-    """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
-    return kube_client(kubeconfig, context, read_yaml=parse_documents, pool_size=max(16, CONCURRENCY))
+def kube_api_client(kubeconfig: str | None, context: str | None, impersonate: str | None = None,
+                    impersonate_groups: Sequence[str] = ()) -> KubeClient:
+    """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster,
+    as ``impersonate`` (kubectl's ``--as``/``--as-group``) when given."""
+    return kube_client(kubeconfig, context, read_yaml=parse_documents, pool_size=max(16, CONCURRENCY),
+                       impersonate=impersonate, impersonate_groups=impersonate_groups)
 
 
 def snapshot_note(source: LiveSource, result: Result) -> Result:

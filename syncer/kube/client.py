@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
-from urllib3 import BaseHTTPResponse
+from urllib3 import BaseHTTPResponse, HTTPHeaderDict
 from urllib3.connectionpool import HTTPConnectionPool
 
 from syncer import USER_AGENT
@@ -74,21 +74,17 @@ class Kube(Protocol):
     def object_path(self, ref: ObjectRef) -> str: ...
 
 
-_INSECURE_SAID: set[str] = set()
-
 #: Seconds a discovery answer that lacks a kind stands before discovery is asked again.
 DISCOVERY_MISS_TTL = 60.0
 
 
 def _say_insecure(host: str) -> None:
-    """``insecure-skip-tls-verify``: one log line per server and process, the way kubectl says
-    nothing per request, instead of urllib3's InsecureRequestWarning on every request (17 per
-    ``diff``, two lines each; thousands in a sidecar's log)."""
+    """``insecure-skip-tls-verify``: one warning per client (a process makes one), instead of
+    urllib3's InsecureRequestWarning on every request (17 per ``diff``, two lines each; thousands
+    in a sidecar's log). A one-shot command tells it with its output (``logs.Collector``)."""
     warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
-    if host not in _INSECURE_SAID:
-        _INSECURE_SAID.add(host)
-        log.warning("TLS verification is off for the API server at %s (insecure-skip-tls-verify in the "
-                    "kubeconfig): its certificate is not checked", host)
+    log.warning("TLS verification is off for the API server at %s (insecure-skip-tls-verify in the "
+                "kubeconfig): its certificate is not checked", host)
 
 
 class KubeClient:
@@ -130,11 +126,13 @@ class KubeClient:
     def close(self) -> None:
         self._pool.close()
 
-    def _headers(self, body: bytes | None, accept: str = "application/json") -> dict[str, str]:
-        headers = {"Accept": accept, "User-Agent": USER_AGENT}
+    def _headers(self, body: bytes | None, accept: str = "application/json") -> HTTPHeaderDict:
+        headers = HTTPHeaderDict({"Accept": accept, "User-Agent": USER_AGENT})
         auth = self.conn.authorization()
         if auth:
             headers["Authorization"] = auth
+        for name, value in self.conn.identity_headers():  # a header per group: HTTPHeaderDict keeps each
+            headers.add(name, value)
         if body is not None:
             headers["Content-Type"] = "application/json"
         return headers
@@ -314,7 +312,9 @@ class KubeClient:
 
 
 def kube_client(kubeconfig: str | None, context: str | None, *, read_yaml: ReadYaml, pool_size: int = 16,
-                timeouts: Timeouts | None = None) -> KubeClient:
-    """The client the CLI and the sidecar use (``read_yaml`` reads the kubeconfig: ``kube.config``)."""
-    return KubeClient(load_connection(kubeconfig, context, read_yaml=read_yaml), pool_size=pool_size,
-                      timeouts=timeouts)
+                timeouts: Timeouts | None = None, impersonate: str | None = None,
+                impersonate_groups: Sequence[str] = ()) -> KubeClient:
+    """The client the CLI and the sidecar use (``read_yaml`` reads the kubeconfig: ``kube.config``;
+    ``impersonate``: kubectl's ``--as`` and ``--as-group``)."""
+    return KubeClient(load_connection(kubeconfig, context, read_yaml=read_yaml, impersonate=impersonate,
+                                      impersonate_groups=impersonate_groups), pool_size=pool_size, timeouts=timeouts)

@@ -151,6 +151,7 @@ class Sidecar:
         self.cache.on_rejected = lambda: self.metrics.rejected("api-server")
         self.cache.lister = KubeSource(api)  # untracked objects (``untracked:``) are listed at each pass
         self.health = Health(self.cache, tick=s.tick, resync=s.resync, clock=clock)
+        self.health.git_reached()  # ``ws`` was just cloned (or fetched) from the remote: it answered
         self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
                                 on_error=lambda: self.metrics.error("watch"))
         self.override = ConfigOverride(settings.config_file, s.installation) if settings.config_file else None

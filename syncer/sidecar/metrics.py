@@ -15,7 +15,8 @@ Names are part of the product contract (SPEC §3):
 plus ``syncer_unreadable_objects{installation,kind}`` (tracked objects the account may not
 read: the Role lacks their grant), ``syncer_failing_objects{installation}`` (objects or files that could not be compared in
 the latest pass: a hostile or broken object costs only itself, and this says so),
-``syncer_leader{installation}``, ``syncer_outages_total{installation}``,
+``syncer_leader{installation}``, ``syncer_ready{installation}`` (1 while ``/readyz`` answers 200,
+computed at each scrape), ``syncer_outages_total{installation}``,
 ``syncer_passes_total{installation,result}`` and ``syncer_credentials_rejected_total{upstream}``
 (requests an upstream answered by rejecting syncer's credentials: ``api-server`` 401s, ``forge``
 401s, ``git`` authentication failures; ``/readyz`` is 503 while the latest answer was one).
@@ -58,6 +59,8 @@ class Metrics:
         self.failing = Gauge("syncer_failing_objects",
                              "Objects or files that could not be compared in the latest pass (see the log).",
                              ["installation"], registry=r)
+        self.ready = Gauge("syncer_ready", "1 while /readyz answers 200: the API server and the git remote were "
+                           "reached recently.", ["installation"], registry=r)
         self.leader = Gauge("syncer_leader", "1 while this replica holds the leader Lease (or runs alone).",
                             ["installation"], registry=r)
         self.outages = Counter("syncer_outages", "Endpoints outages (cleared, then back) seen end to end.",

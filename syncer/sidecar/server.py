@@ -190,7 +190,9 @@ class _Handler(BaseHTTPRequestHandler):
             ok, text = self.server.health.readyz()
             self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
         elif path == "/metrics":
-            self._send(200, self.server.metrics.render(), CONTENT_TYPE_LATEST)
+            metrics = self.server.metrics
+            metrics.ready.labels(metrics.installation).set(1 if self.server.health.readyz()[0] else 0)
+            self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
         else:
             self._send(404, b"not found: try /healthz, /readyz or /metrics\n", "text/plain; charset=utf-8")
 
