@@ -123,7 +123,9 @@ def make_forge(
 
         client = httpx.Client(timeout=timeout)
     spec = FORGES[kind]
-    if not isinstance(token, str) and not spec.app_tokens:  # a token source is a GitHub App's
+    from syncer.forges._http import FileToken
+
+    if not isinstance(token, (str, FileToken)) and not spec.app_tokens:  # any other source is a GitHub App's
         raise ConfigError(f"--forge {kind} takes a token (--token-file), not a GitHub App")
     module, _, name = spec.client.partition(":")
     forge: Forge = getattr(importlib.import_module(module), name)(
