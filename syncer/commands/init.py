@@ -15,6 +15,7 @@ from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config, parse_co
 from syncer.errors import ClusterError, ConfigError
 from syncer.cache import Caches
 from syncer.config import Config
+from syncer.kinds import api_versions
 from syncer.sources.dispatch import source_for
 from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.collect import live_reads
@@ -36,15 +37,15 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
                 and ((o.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == service], ""
     if not isinstance(source, KubeSource):
         return [], ""
-    for version in ("v1", "v1beta1"):  # v1 from Kubernetes 1.21; older servers serve only v1beta1
+    for version in api_versions("EndpointSlice"):  # newest first: older servers serve only v1beta1
         try:
-            found = source.kube.call("GET", f"/apis/discovery.k8s.io/{version}/namespaces/{namespace}/endpointslices",
+            found = source.kube.call("GET", f"/apis/{version}/namespaces/{namespace}/endpointslices",
                                      query=[("labelSelector", f"{SERVICE_NAME_LABEL}={service}")],
                                      what=f"list EndpointSlices of {namespace}/{service}")
         except ClusterError as exc:
             return [], str(exc)
         if found is not None:
-            return [dict(o, kind="EndpointSlice", apiVersion=f"discovery.k8s.io/{version}")
+            return [dict(o, kind="EndpointSlice", apiVersion=version)
                     for _, o in named_items(found)], ""
     return [], "the API server serves no discovery.k8s.io EndpointSlices"
 
