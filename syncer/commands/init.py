@@ -7,7 +7,7 @@ import argparse
 import shlex
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from syncer import clients
 from syncer.commands import EXIT_OK, checkout
@@ -24,12 +24,12 @@ from syncer.kube import context_namespace
 from syncer.kube.lists import named_items
 from syncer.gather.live import KubeSource, LiveSource, SnapshotSource
 from syncer.sources.manifests import default_installation, host_dir, parse_documents
-from syncer.model import ObjectRef
+from syncer.model import JSON, ObjectRef
 from syncer.writeback.deliver import load_installation
 from syncer.commands.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
 
 
-def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list[dict[str, Any]], str]:
+def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list[JSON], str]:
     """The live EndpointSlices of Service ``service`` (label ``kubernetes.io/service-name``), and
     why none could be read ("" when the read worked)."""
     if isinstance(source, SnapshotSource):
@@ -80,7 +80,7 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     for err in manifests.errors:
         stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")
 
-    live: dict[ObjectRef, dict[str, Any]] = {}
+    live: dict[ObjectRef, JSON] = {}
     if not args.git_only:
         try:
             source = clients.live_source(args, namespace)

@@ -26,7 +26,7 @@ from typing import Any
 
 from syncer import kinds
 from syncer.errors import ConfigError
-from syncer.model import DriftClass, Path
+from syncer.model import JSON, DriftClass, Path
 from syncer.detect.normalize import MISSING, is_ignored
 
 #: Upper bound on nodes visited in one object: stops alias bombs from eating CPU.
@@ -207,7 +207,7 @@ class _Walker:
         elif not scalar_equal(git, live, path, self.kind):
             self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
 
-    def moved_keys(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None) -> None:
+    def moved_keys(self, git: JSON, live: JSON, path: Path, lpath: Path | None) -> None:
         """Keys only live that a manager other than an applier wrote (``kubectl edit``/``patch``,
         a controller): a difference.  Keys nobody owns are server defaults: not one."""
         if self.moved_by is None or lpath is None:
@@ -220,7 +220,7 @@ class _Walker:
             if self.moved_by(lpath + (key,)):
                 self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED, lpath + (key,), True))
 
-    def metadata_maps_only_live(self, git: dict[str, Any], live: dict[str, Any], lpath: Path | None) -> None:
+    def metadata_maps_only_live(self, git: JSON, live: JSON, lpath: Path | None) -> None:
         """Labels or annotations added live to an object whose git declares no such map at all
         (``kubectl annotate deployment/x team=qa`` on a manifest without ``annotations:``): each
         key a person wrote (``moved_by``) is ``added``. Keys a tool added (Helm's
@@ -241,7 +241,7 @@ class _Walker:
                         and (self.unowned or self.moved_by is not None and self.moved_by(lpath + (name, key)))):
                     self.out.append(FieldDiff(where, None, value, DriftClass.ADDED, lpath + (name, key), True))
 
-    def union_swap(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None,
+    def union_swap(self, git: JSON, live: JSON, path: Path, lpath: Path | None,
                    before: int) -> None:
         """A union's member replaced live by another (``emptyDir`` -> ``hostPath``): one change
         of the whole map instead of "removed" plus "added" (git would then hold two members)."""
@@ -302,12 +302,12 @@ class _Walker:
                                       None if lpath is None else lpath + (j,)))
 
 
-def _cluster_scoped(kind: str, live: dict[str, Any]) -> bool:
+def _cluster_scoped(kind: str, live: JSON) -> bool:
     meta = live.get("metadata")
     return kind in kinds.CLUSTER_SCOPED or (isinstance(meta, dict) and not meta.get("namespace"))
 
 
-def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[str, ...] = (),
+def compare(kind: str, git: JSON, live: JSON, ignore: tuple[str, ...] = (),
             moved_by: MovedBy | None = None, unowned: bool = False) -> list[FieldDiff]:
     """Field-level differences between normalized ``git`` and ``live`` objects.
 

@@ -25,11 +25,11 @@ from syncer.config import BoundConfig, Config
 from syncer.detect.diff import FieldDiff, align, compare
 from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, Forbidden, Unserved
 from syncer.grants import unreadable_message
-from syncer.detect.inputs import JSON, Answer, Inputs, Question, live_object, record_of
+from syncer.detect.inputs import Answer, Inputs, Question, live_object, record_of
 from syncer.kinds import NEVER_WRITTEN
 from syncer.sources.manifests import GitObject
-from syncer.model import (Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track,
-                          field_times)
+from syncer.model import (JSON, Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result,
+                          Track, field_times)
 from syncer.detect.normalize import normalize
 from syncer.detect.tracking import tracking
 from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, REDACTED

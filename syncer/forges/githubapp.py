@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from syncer import USER_AGENT
 from syncer.errors import ConfigError, ForgeError
 from syncer.forges._http import ForgeHttp, excerpt
+from syncer.model import JSON
 
 log = logging.getLogger("syncer.forges")
 
@@ -207,7 +208,7 @@ class InstallationToken:
         if self.on_token is not None:
             self.on_token(token)
 
-    def _json(self, response: httpx.Response) -> dict[str, Any]:
+    def _json(self, response: httpx.Response) -> JSON:
         doc = self._http.json(response)
         if not isinstance(doc, dict):
             raise self._http.error(f"github at {self._http.shown_url} answered {response.request.url.path} with "

@@ -26,11 +26,11 @@ from syncer.config import BoundConfig, Config
 from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, SyncerError
 from syncer.gather.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
-from syncer.detect.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
+from syncer.detect.inputs import Answer, Inputs, LiveRead, Question, Record
 from syncer.gather.live import LiveSource
 from syncer.sources.manifests import GitObject, Manifests
 from syncer.detect.tracking import tracking
-from syncer.model import Drift, GitSays, ObjectRef, Path, Result, Track
+from syncer.model import JSON, Drift, GitSays, ObjectRef, Path, Result, Track
 
 
 class BaseStore(Protocol):

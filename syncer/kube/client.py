@@ -33,10 +33,9 @@ from syncer.kube.errors import ApiError, ClusterUnreachable, TooLarge, Unparsabl
 from syncer.kube.transport import (
     DEFAULT_TIMEOUTS, REQUEST, Armed, HTTPPool, HTTPSPool, Stream, Timeouts, drop, socket_options,
 )
-from syncer.model import ObjectRef
+from syncer.model import JSON, ObjectRef
 from syncer.secrets.redact import redact_url
 
-JSON = dict[str, Any]
 
 log = logging.getLogger("syncer.kube")
 

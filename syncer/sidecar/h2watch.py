@@ -55,7 +55,6 @@ from syncer.sidecar.watch import MAX_LINE, Target, decode_event, listed, watch_q
 
 log = logging.getLogger("syncer.watch")
 
-JSON = dict[str, Any]
 
 #: Streams per connection at most, whatever the server allows (within it: 90 % of its limit).
 MAX_STREAMS = 250

@@ -27,20 +27,18 @@ import random
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, Gone, Kube, WatchStream
 from syncer.kube.lists import named_items
 from syncer.logs import event
-from syncer.model import ObjectRef
+from syncer.model import JSON, ObjectRef
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
 from syncer.sidecar.watch import change_managers, stream
 
 log = logging.getLogger("syncer.watch")
 
-JSON = dict[str, Any]
 
 #: Objects per LIST page (as the one-shot reads, syncer/gather/live.py).
 PAGE = 500

@@ -23,7 +23,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode
@@ -32,11 +31,11 @@ from syncer.errors import Unserved
 from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN, api_versions
 from syncer.kube import Refused
 from syncer.gather.live import Lister
+from syncer.writeback.plan import FileChange
 from syncer.writeback.livefile import clean as clean, render as render  # re-exported: the file of a proposal
-from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Track
+from syncer.model import JSON, Action, Direction, Drift, DriftClass, FileError, ObjectRef, Track
 from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS
 
-JSON = dict[str, Any]
 log = logging.getLogger("syncer.untracked")
 
 #: Kinds never looked at: records of what happened, not configuration anyone keeps in git.
@@ -309,14 +308,12 @@ def _linked_dir(host: Path, path: Path) -> str | None:
 
 
 def new_files(repo: Path, installation: str, drifts: Iterable[Drift],
-              aborted: list[FileError]) -> list[tuple[Drift, Any]]:
+              aborted: list[FileError]) -> list[tuple[Drift, FileChange]]:
     """(drift, FileChange) of each untracked object to propose as a new file (the drifts to
     write: their source proposes files, ``Source.proposes_files``). A file that exists already
     is one line in ``aborted`` instead."""
-    from syncer.writeback.plan import FileChange
-
     host = repo / "hosts" / installation
-    out: list[tuple[Drift, Any]] = []
+    out: list[tuple[Drift, FileChange]] = []
     for drift in drifts:
         if drift.action is not Action.WRITE or not drift.file or not isinstance(drift.live, dict):
             continue
