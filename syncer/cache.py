@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 if TYPE_CHECKING:
     from syncer.config import Config
     from syncer.history import Version
+    from syncer.helm import HelmRender
     from syncer.kustomize import Render
     from syncer.manifests import FileParse, Index
     from syncer.model import ObjectRef
@@ -215,6 +216,11 @@ class Caches:
     indexes: Lru[tuple[str, str, str], Index] = field(default_factory=lambda: Lru(64))
     #: kustomize: the last render per (directory, namespace, binary), with the stamp of the tree.
     renders: Lru[tuple[str, str, str], Render] = field(default_factory=lambda: Lru(16))
+    #: helm: the last load per (directory, namespace, release, binary), with the stamp of the trees.
+    helm_renders: Lru[tuple[str, str, str, str], HelmRender] = field(default_factory=lambda: Lru(16))
+    #: helm: the binary that renders (``--helm``: a name on PATH or a path; "" is ``helm``). Not
+    #: remembered state: whoever builds the Caches names it, so it reaches every load as a value.
+    helm_binary: str = ""
     #: writeback: new texts planned, by (file, digest of its text, the edits).
     planned: Lru[tuple[str, str, str], Planned] = field(default_factory=lambda: Lru(512))
     #: writeback: a file's parses by (file, digest), bounded by the characters of text they hold.

@@ -46,7 +46,7 @@ LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers",
-             "untracked"}
+             "untracked", "release"}
 _CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
 _IGNORE_KEYS = {"kind", "name", "namespace", "pointers", "labels", "annotations"}
 _UNTRACKED_KEYS = {"mode", "kinds"}
@@ -144,6 +144,8 @@ class Config:
     #: a field they own holds what was applied, so a difference there is git's pending change.
     appliers: tuple[str, ...] = DEFAULT_APPLIERS
     untracked: Untracked = Untracked()
+    #: A chart directory's Helm release name (``release:``); None: the installation's name.
+    release: str | None = None
 
     def track_for(self, kind: str) -> Track:
         if kind in NEVER_WRITTEN:
@@ -281,8 +283,22 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
                 raise ConfigError(f"{source}: appliers[{i}]: expected a field manager name, got {name!r}")
         appliers = tuple(items)
     untracked = _untracked(raw.get("untracked"), f"{source}: untracked")
+    release = _release(raw.get("release"), f"{source}: release")
     return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source,
-                  appliers, untracked)
+                  appliers, untracked, release)
+
+
+_RELEASE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _release(raw: Any, where: str) -> str | None:
+    """A Helm release name as helm accepts it (lower-case DNS name, at most 53 characters)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw or len(raw) > 53 or not _RELEASE.match(raw):
+        raise ConfigError(f"{where}: expected a Helm release name (lower-case letters, digits, '-' and '.', "
+                          f"at most 53 characters), got {excerpt(raw)}")
+    return raw
 
 
 def _selector(raw: Any, where: str) -> Selector:

@@ -42,15 +42,23 @@ def is_rendered(repo: Path, installation: str) -> bool:
 
 
 def load_source(repo: Path, installation: str, default_namespace: str, *,
-                caches: Caches | None = None) -> Manifests:
-    """The objects ``hosts/<installation>/`` declares: rendered by kustomize when it holds a
-    kustomization, else its manifest files as they are. ``caches``: what the last loads
-    remember (None: nothing)."""
+                caches: Caches | None = None, release: str | None = None) -> Manifests:
+    """The objects ``hosts/<installation>/`` declares: rendered by helm when it is a chart
+    directory or declares a Flux HelmRelease with a chart of this repository (``release``: the
+    chart directory's release name), by kustomize when it holds a kustomization, else its
+    manifest files as they are. ``caches``: what the last loads remember (None: nothing)."""
+    from syncer.helm import is_chart_dir, is_helm, load_helm
+
+    if is_chart_dir(repo, installation):
+        return load_helm(repo, installation, default_namespace, release=release, caches=caches)
     if is_rendered(repo, installation):
         from syncer.kustomize import load_rendered
 
         return load_rendered(repo, installation, default_namespace, caches=caches)
-    return load_manifests(repo, installation, default_namespace, caches=caches)
+    manifests = load_manifests(repo, installation, default_namespace, caches=caches)
+    if is_helm(manifests):
+        return load_helm(repo, installation, default_namespace, caches=caches, plain=manifests)
+    return manifests
 
 
 def verified(repo: Path, changes: list[FileChange], drifts: list[Drift], source_map: SourceMap,

@@ -113,6 +113,12 @@ class Edit:
     #: Set for a rendered object's field (``syncer.kustomize``): ``path`` is then the full path
     #: inside document ``doc`` of the drift's file, which is not the object's own file.
     doc: int | None = None
+    #: The path is a Helm values key (``syncer.helm``): ``{{ }}`` in the file is text of values
+    #: (a value fed to ``tpl``, a comment), not a template of the file, so it does not stop the edit.
+    values: bool = False
+    #: Set when the value at ``path`` is YAML text (a values document in a ConfigMap's block
+    #: scalar): the edit sets ``inner`` inside that text to ``value``, keeping the text's format.
+    inner: Path = ()
 
 
 #: ``Edit.doc`` of a line of a file that is not YAML (a generator's env file): ``path`` is then

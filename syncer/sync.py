@@ -67,7 +67,7 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation, caches=caches)
-    manifests = load_source(repo, installation, config.namespace, caches=caches)
+    manifests = load_source(repo, installation, config.namespace, caches=caches, release=config.release)
     # bindings without a namespace go where git declares what they bind (not where -n points)
     return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests)
 

@@ -57,7 +57,7 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     list_early(source, repo, installation, ns)  # syncer.oneshot
     with collection_paused():
         out = dry_run(repo, installation, source, now, reproduce(args, installation),
-                      config=_config(args, repo, installation), caches=Caches())
+                      config=_config(args, repo, installation), caches=Caches(helm_binary=args.helm or ""))
     out.result = snapshot_note(source, out.result)
     if args.output == "json":
         stdout.write(render_json(out.result))
@@ -85,7 +85,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
         out = deliver(mode, repo, installation, source, now, reproduce(args, installation),
-                         config=_config(args, repo, installation), caches=Caches())
+                         config=_config(args, repo, installation), caches=Caches(helm_binary=args.helm or ""))
         out.result = snapshot_note(source, out.result)
         _print_outcome(out, args, stdout)
         return _sync_exit(out, args)
@@ -101,7 +101,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             source = clients.live_source(args, _namespace(ws.path, installation, args.namespace))
         config = _config(args, ws.path, installation)
         out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
-                      caches=Caches())
+                      caches=Caches(helm_binary=args.helm or ""))
     _print_outcome(out, args, stdout)
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):

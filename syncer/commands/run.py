@@ -116,7 +116,7 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
                 listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
                 lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
                 config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
-                grace=seconds(args.shutdown_grace, "--shutdown-grace"))
+                grace=seconds(args.shutdown_grace, "--shutdown-grace"), helm=args.helm or "")
             sidecar = Sidecar(clients.sidecar_kube(args), ws, settings, forge=forge, notifier=notifier)
             sidecar.server, early = early, None  # the sidecar answers the probes from now on
             try:
