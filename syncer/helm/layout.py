@@ -69,6 +69,10 @@ class Release:
     owner: ObjectRef | None = None  # the HelmRelease; None for a chart directory
     #: the HelmRelease's reconcile interval (said in the notes on GitOps-managed objects)
     interval: str = ""
+    #: labels and annotations helm-controller's post-renderers put on every object it applies
+    #: (its origin labels, ``spec.commonMetadata``): part of what it renders, so of git's objects
+    labels: tuple[tuple[str, str], ...] = ()
+    annotations: tuple[tuple[str, str], ...] = ()
 
 
 def shorten(name: str) -> str:
@@ -225,10 +229,28 @@ def flux_release(repo: Path, obj: GitObject, objects: dict[ObjectRef, GitObject]
     owned.append(ValuesSource(obj.file, obj.doc, obj.prefix + ("spec", "values"), False, values or {},
                               f"HelmRelease {obj.ref.name} spec.values"))
     interval = spec.get("interval") if isinstance(spec.get("interval"), str) else ""
+    common = spec.get("commonMetadata") if isinstance(spec.get("commonMetadata"), dict) else {}
+    assert isinstance(common, dict)
+    labels = {str(k): str(v) for k, v in (common.get("labels") or {}).items()}
+    labels.update({f"{FLUX_GROUP}name": obj.ref.name, f"{FLUX_GROUP}namespace": namespace})
+    annotations = {str(k): str(v) for k, v in (common.get("annotations") or {}).items()}
     return Release(shorten(str(name)), target or namespace, chart, _shown(repo, chart), tuple(texts),
-                   tuple(reversed(owned)), obj.ref, str(interval))
+                   tuple(reversed(owned)), obj.ref, str(interval), tuple(labels.items()), tuple(annotations.items()))
 
 
 def flux_releases(repo: Path, manifests: Manifests, default_namespace: str) -> list[Release]:
     return [flux_release(repo, o, manifests.objects, default_namespace)
             for o in _flux_releases(manifests.objects) if local_chart(o) is not None]
+
+
+def stamp(doc: dict[str, object], rel: Release) -> None:
+    """``doc`` with the labels and annotations helm-controller adds to what it applies."""
+    if not rel.labels and not rel.annotations:
+        return
+    meta = doc.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        return
+    for key, extra in (("labels", rel.labels), ("annotations", rel.annotations)):
+        if extra:
+            have = meta.get(key)
+            meta[key] = {**(have if isinstance(have, dict) else {}), **dict(extra)}

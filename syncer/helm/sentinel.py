@@ -80,7 +80,9 @@ def candidates(values: dict[str, Any], git: Any, start: int) -> list[Candidate]:
     shown = [(p, v) for p, v in everything if _shows(v, git)]
     shown.sort(key=lambda pv: (go_text(pv[1]) != go_text(git), -len(go_text(pv[1]))))
     found.extend(shown[:MAX_CANDIDATES])
-    parents = {p[:-1] for p, _ in found if len(p) > 1}
+    # not beside keys at the top of a chart (the root, or a subchart's section: it holds a copy
+    # of ``global``): an empty name override there renames every object
+    parents = {p[:-1] for p, _ in found if len(p) > 1 and not _chart_root(values, p[:-1])}
     for p, v in everything:
         if p[:-1] in parents and (v is None or v == "") and (p, v) not in found and isinstance(p[-1], str):
             found.append((p, v))  # an empty key beside one that shows: the template may default it
@@ -93,6 +95,13 @@ def candidates(values: dict[str, Any], git: Any, start: int) -> list[Candidate]:
             token = f"zsyncer{n}q"
         out.append(Candidate(path, value, token))
     return out
+
+
+def _chart_root(values: dict[str, Any], path: Path) -> bool:
+    node: Any = values
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return isinstance(node, dict) and "global" in node
 
 
 def override(values: dict[str, Any], assigned: dict[Path, Any]) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from syncer.errors import ConfigError
 from syncer.helm import sentinel
-from syncer.helm.layout import Release, flux_release
+from syncer.helm.layout import Release, flux_release, stamp
 from syncer.helm.render import Rendered, render
 from syncer.kinds import NEVER_WRITTEN
 from syncer.kustomize.fields import same
@@ -91,9 +91,12 @@ class HelmMap:
         chart_texts = {f.removeprefix(inside): t for f, t in texts.items() if f.startswith(inside)}
         if rel.owner is not None and texts:
             values = self._release_values(rel, texts)
-        return render(self.renderer.helm, rel.chart, rel.chart_shown, rel.name, rel.namespace, texts=chart_texts,
-                      values=(*values, *extra), kube_version=self.renderer.kube_version,
-                      api_versions=self.renderer.api_versions)
+        got = render(self.renderer.helm, rel.chart, rel.chart_shown, rel.name, rel.namespace, texts=chart_texts,
+                     values=(*values, *extra), kube_version=self.renderer.kube_version,
+                     api_versions=self.renderer.api_versions)
+        for _, doc in got.docs:
+            stamp(doc, rel)
+        return got
 
     def _release_values(self, rel: Release, texts: dict[str, str]) -> tuple[str, ...]:
         """A HelmRelease's values files when some of its manifests' files hold ``texts``."""
@@ -205,6 +208,9 @@ class HelmMap:
         shown: list[tuple[int, sentinel.Candidate]] = []
         field: Any = MISSING
         tokens = {c.path: c for c in cands}
+        if all(self._field(i, got, d) is MISSING for subset, got in probes if any(c.path in tokens for c in subset)):
+            # some sentinel of the batch renamed or dropped the object: each candidate on its own
+            probes = [p for c in cands[:sentinel.MAX_CANDIDATES] for p in self._probe(i, [c])]
         for subset, got in probes:
             mine = [c for c in subset if c.path in tokens]
             if not mine:
@@ -256,8 +262,8 @@ class HelmMap:
                 return src.file, Edit(src.at, new, doc=src.doc, values=True, inner=path)
             return src.file, Edit(src.at + path, new, doc=src.doc, values=True)
         for src in rel.owned:
-            if src.inner or not isinstance(path[-1], str):
-                continue
+            if src.inner or not isinstance(path[-1], str) or (isinstance(new, str) and "\n" in new):
+                continue  # a new key goes in as one line, or not at all
             parent = get_path(src.data, path[:-1]) if len(path) > 1 else src.data
             if isinstance(parent, dict):
                 return src.file, Edit(src.at + path, new, add=True, doc=src.doc, values=True)
