@@ -20,7 +20,7 @@ CORPUS = Path(__file__).resolve().parent / "data" / "helm-corpus"
 class Installation:
     name: str
     chart: str  # under CORPUS/charts
-    into: str  # where the chart goes, relative to hosts/<name>/ ("" : the directory is the chart)
+    into: str  # where the chart goes, relative to hosts/<name>/ ("": the directory is the chart; "/x": the repo's x)
     layout: str  # "chart", "umbrella" or "flux"
     release: str  # the Helm release name the installation renders as
     namespace: str  # the release's namespace
@@ -32,14 +32,26 @@ INSTALLATIONS = (
                  "umbrella", "storage"),
     Installation("storage-flux", "local-path-provisioner", "chart", "flux", "local-path", "storage"),
     Installation("storage-flux-beta", "local-path-provisioner", "chart", "flux", "storage-provisioner", "storage"),
+    Installation("storage-classes", "local-path-provisioner", "", "chart", "classes", "storage"),
+    Installation("storage-flux-root", "local-path-provisioner", "/charts/local-path-provisioner", "flux", "node-storage",
+                 "storage"),
 )
 BY_NAME = {i.name: i for i in INSTALLATIONS}
 
 
 def build(repo: Path, name: str) -> Path:
-    """``repo/hosts/<name>/`` laid out from the corpus; returns that directory."""
+    """``repo/hosts/<name>/`` laid out from the corpus (its own files over the chart's, so an
+    installation's values.yaml replaces the chart's); returns that directory."""
     inst = BY_NAME[name]
     host = repo / "hosts" / name
-    shutil.copytree(CORPUS / "charts" / inst.chart, host / inst.into if inst.into else host, dirs_exist_ok=True)
+    into = repo / inst.into[1:] if inst.into.startswith("/") else host / inst.into
+    shutil.copytree(CORPUS / "charts" / inst.chart, into, dirs_exist_ok=True)
     shutil.copytree(CORPUS / "hosts" / name, host, dirs_exist_ok=True)
     return host
+
+
+def chart_dir(repo: Path, name: str) -> Path:
+    """Where the installation's chart is, as ``build`` laid it."""
+    inst = BY_NAME[name]
+    host = repo / "hosts" / name
+    return repo / inst.into[1:] if inst.into.startswith("/") else host / inst.into

@@ -22,10 +22,11 @@ from syncer.cli import main
 from syncer.config import parse_config
 from syncer.errors import ConfigError
 from syncer.helm.layout import shorten
-from tests.helmcorpus import BY_NAME, build
+from tests.helmcorpus import BY_NAME, build, chart_dir
 from tests.realapi.tools import require_tool
 
 Objects = list[dict[str, Any]]
+CLUSTER_SCOPED = ("ClusterRole", "ClusterRoleBinding", "StorageClass")
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -49,7 +50,8 @@ def installed(repo: Path, name: str) -> Objects:
     inst = BY_NAME[name]
     helm = require_tool("helm")
     host = repo / "hosts" / name
-    args = [helm, "template", inst.release, str(host if inst.layout != "flux" else host / "chart"), "-n", inst.namespace]
+    chart = chart_dir(repo, name) if inst.layout == "flux" else host
+    args = [helm, "template", inst.release, str(chart), "-n", inst.namespace]
     plain: Objects = []
     labels: dict[str, str] = {}
     if inst.layout == "flux":
@@ -69,7 +71,7 @@ def installed(repo: Path, name: str) -> Objects:
     objects = [d for d in YAML(typ="safe").load_all(out) if d]
     for obj in objects:
         meta = obj["metadata"]
-        if obj["kind"] not in ("ClusterRole", "ClusterRoleBinding", "StorageClass"):
+        if obj["kind"] not in CLUSTER_SCOPED:
             meta.setdefault("namespace", inst.namespace)
         meta.setdefault("labels", {}).update(labels)
     return objects + plain
@@ -295,3 +297,31 @@ def test_hooks_are_not_live_objects(tmp_path: Path) -> None:
         "  annotations:\n    \"helm.sh/hook\": test\nspec:\n  containers: [{name: t, image: busybox}]\n")
     doc = report(repo, "storage-chart", snapshot(tmp_path, installed(repo, "storage-chart")))
     assert doc["in_sync"] is True, doc["drifts"]
+
+
+def test_a_list_item_of_values_and_a_value_inside_a_computed_document(tmp_path: Path) -> None:
+    repo = repo_with(tmp_path, "storage-classes")
+
+    def edits(objects: Objects) -> None:
+        command = container(objects)["command"]
+        command[command.index("--debug-level=info")] = "--debug-level=debug"  # extraArgs[0]
+        cm = find(objects, "ConfigMap")
+        cm["data"]["config.json"] = cm["data"]["config.json"].replace("/mnt/fast", "/mnt/faster")  # toPrettyJson
+
+    live = snapshot(tmp_path, edited(repo, "storage-classes", edits))
+    doc = report(repo, "storage-classes", live)
+    actions = {d["kind"]: (d["file"], d["action"]) for d in doc["drifts"]}
+    # the JSON document is computed (toPrettyJson of a map), but the one path that moved maps
+    # to one values line, and the render with the edit proves it
+    assert actions == {"Deployment": ("hosts/storage-classes/values.yaml", "write"),
+                       "ConfigMap": ("hosts/storage-classes/values.yaml", "write")}
+    assert changed_lines(repo, "storage-classes", live) == {"hosts/storage-classes/values.yaml": [
+        "-          - /mnt/fast", "+          - /mnt/faster", "-  - --debug-level=info", "+  - --debug-level=debug"]}
+
+
+def test_flux_release_with_the_chart_at_the_top_of_the_repository(tmp_path: Path) -> None:
+    repo = repo_with(tmp_path, "storage-flux-root")
+    live = snapshot(tmp_path, edited(repo, "storage-flux-root", scale_and_tag))
+    assert changed_lines(repo, "storage-flux-root", live) == {"hosts/storage-flux-root/release.yaml": [
+        "-    replicaCount: 1", "+    replicaCount: 2", "-      tag: v0.0.32", "+      tag: v0.0.31"]}
+    assert not (repo / "charts" / "local-path-provisioner" / "values.yaml").read_text().count("v0.0.31")
