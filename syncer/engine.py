@@ -62,6 +62,9 @@ def _evidence(obj: GitObject, live: JSON, config: Config, inputs: Inputs, caches
                      if inputs.reusable else ownership.trusted_last_applied(live, appliers))
     if applied is not None:
         snapshots.append((bases.LAST_APPLIED, applied))
+    released = inputs.released.get(obj.ref) if obj.rendered else None
+    if released is not None:
+        snapshots.append((bases.RELEASED, released))
     record = record_of(inputs, obj.ref)
     if record is not None and record.base is not None:
         snapshots.append((bases.RECORD, record.base))

@@ -152,8 +152,10 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
                 if readable:
                     continue
             records[ref] = _record(store, ref)
+    bases_of = getattr(manifests.source_map, "release_bases", None)  # a Helm installation's releases
+    released = bases_of(source) if bases_of is not None else {}
     return Inputs(manifests, live, others, records, readable is not False, observed_since or {},
-                  {} if history else None, source.immutable)
+                  {} if history else None, source.immutable, released)
 
 
 def answer(history: GitHistory, questions: Sequence[Question], manifests: Manifests) -> dict[Question, Answer]:

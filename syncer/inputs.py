@@ -56,6 +56,8 @@ class Inputs:
     history: Mapping[Question, Answer] | None = None
     #: the live objects are never modified (the watch cache): comparisons may be remembered
     reusable: bool = False
+    #: rendered objects as their tool last applied them (a Helm release's deployed manifest)
+    released: Mapping[ObjectRef, JSON] = field(default_factory=dict)
 
 
 def live_object(live: Mapping[ObjectRef, LiveRead], ref: ObjectRef) -> JSON | None:

@@ -115,6 +115,10 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
     caches = caches if caches is not None else Caches()
+    if ws is not None:
+        from syncer.helm import charts_outside
+
+        ws.include(charts_outside(repo, installation, caches))
     loaded = load_installation(repo, installation, config, caches=caches)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))

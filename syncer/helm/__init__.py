@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from syncer.cache import Caches
+from syncer.errors import SyncerError
 from syncer.helm import layout
 from syncer.helm.layout import Release, chart_release, declares_release, flux_releases, is_chart
 from syncer.helm.render import binary
@@ -22,7 +23,7 @@ from syncer.helm.sourcemap import HelmMap, Renderer
 from syncer.manifests import RACY_NS, GitObject, Manifests, host_dir, load_manifests, object_ref
 from syncer.model import FileError, ObjectRef
 
-__all__ = ["HelmRender", "is_chart_dir", "is_helm", "load_helm"]
+__all__ = ["HelmRender", "charts_outside", "is_chart_dir", "is_helm", "load_helm"]
 
 #: A load as ``Caches.helm_renders`` keeps it, with the stamp of the trees it was made from.
 HelmRender = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests]
@@ -36,6 +37,22 @@ def is_chart_dir(repo: Path, installation: str) -> bool:
 def is_helm(manifests: Manifests) -> bool:
     """Do plain manifests declare a HelmRelease whose chart is a path of this repository?"""
     return declares_release(manifests)
+
+
+def charts_outside(repo: Path, installation: str, caches: Caches | None = None) -> list[str]:
+    """The repo-relative chart directories the installation's HelmReleases name outside
+    ``hosts/<installation>/`` (a sparse clone must check them out too)."""
+    host = host_dir(repo, installation)
+    if is_chart(host):
+        return []
+    try:
+        plain = load_manifests(repo, installation, "", caches=caches)
+    except SyncerError:
+        return []
+    prefix = f"hosts/{installation}/"
+    found = {str(layout.local_chart(o)).removeprefix("./").rstrip("/") for o in plain.objects.values()
+             if layout.local_chart(o)}
+    return sorted(p for p in found if p and not (p + "/").startswith(prefix) and ".." not in p.split("/"))
 
 
 def _stamp(bases: list[Path]) -> tuple[tuple[tuple[str, int, int, int, int], ...], bool]:

@@ -73,6 +73,8 @@ class Release:
     #: (its origin labels, ``spec.commonMetadata``): part of what it renders, so of git's objects
     labels: tuple[tuple[str, str], ...] = ()
     annotations: tuple[tuple[str, str], ...] = ()
+    #: where Helm keeps the release's revisions ("": the release's namespace)
+    storage: str = ""
 
 
 def shorten(name: str) -> str:
@@ -234,8 +236,10 @@ def flux_release(repo: Path, obj: GitObject, objects: dict[ObjectRef, GitObject]
     labels = {str(k): str(v) for k, v in (common.get("labels") or {}).items()}
     labels.update({f"{FLUX_GROUP}name": obj.ref.name, f"{FLUX_GROUP}namespace": namespace})
     annotations = {str(k): str(v) for k, v in (common.get("annotations") or {}).items()}
+    storage = spec.get("storageNamespace") if isinstance(spec.get("storageNamespace"), str) else ""
     return Release(shorten(str(name)), target or namespace, chart, _shown(repo, chart), tuple(texts),
-                   tuple(reversed(owned)), obj.ref, str(interval), tuple(labels.items()), tuple(annotations.items()))
+                   tuple(reversed(owned)), obj.ref, str(interval), tuple(labels.items()), tuple(annotations.items()),
+                   str(storage or namespace))
 
 
 def flux_releases(repo: Path, manifests: Manifests, default_namespace: str) -> list[Release]:

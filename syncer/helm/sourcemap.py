@@ -21,7 +21,9 @@ from typing import Any
 from syncer.errors import ConfigError
 from syncer.helm import sentinel
 from syncer.helm.layout import Release, flux_release, stamp
+from syncer.helm.released import deployed
 from syncer.helm.render import Rendered, render
+from syncer.live import LiveSource
 from syncer.kinds import NEVER_WRITTEN
 from syncer.kustomize.fields import same
 from syncer.manifests import GitObject, object_ref
@@ -113,6 +115,15 @@ class HelmMap:
                     objects[ref] = replace(objects[ref], data=doc, doc=j)
         assert rel.owner is not None
         return flux_release(self.repo, objects[rel.owner], objects, self.default_namespace).values
+
+    def release_bases(self, source: LiveSource) -> dict[ObjectRef, dict[str, Any]]:
+        """The objects of each release as Helm last deployed them (``released``), for the
+        rendered objects of this installation: a base of who moved."""
+        out: dict[ObjectRef, dict[str, Any]] = {}
+        for rel in self.releases:
+            found = deployed(source, rel.storage or rel.namespace, rel.name, rel.namespace)
+            out.update({ref: obj for ref, obj in found.items() if ref in self.owners})
+        return out
 
     # -- placing ---------------------------------------------------------------------------
     def origin_file(self, obj: GitObject) -> str:
