@@ -21,7 +21,7 @@ from ruamel.yaml import YAML
 from syncer.cli import main
 from syncer.config import parse_config
 from syncer.errors import ConfigError
-from syncer.helm.layout import shorten
+from syncer.sources.helm.layout import shorten
 from tests.helmcorpus import BY_NAME, build, chart_dir
 from tests.realapi.tools import require_tool
 
