@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from syncer.detect import bases, classify, endpoints, ownership
+from syncer.detect import bases, classify, endpoints, gitops, ownership
 from syncer.detect.binding import Binding, Reads, address_drift, nothing_to_pick
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
@@ -389,6 +389,9 @@ class Detection:
         ref, obj, _ = self.tracked.items[i]
         try:
             found = _drifts(compared, self.config, self.now, *verdicts)
+            controller = gitops.reconciler(compared.live) if found else None
+            if controller is not None:
+                found = [replace(d, reconciler=controller) for d in found]
             if found and self.inputs.manifests.source_map is not None:
                 found = self.inputs.manifests.source_map.place(obj, found)  # each field's own file (kustomize)
         except (ClusterError, ConfigError) as exc:

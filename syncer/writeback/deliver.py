@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from syncer.detect import endpoints
 from syncer.writeback import untracked
@@ -26,13 +26,13 @@ from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode, load_config
 from syncer.cache import Caches
 from syncer.gather.collect import BaseStore, detect_live
-from syncer.errors import GitError
+from syncer.errors import GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.gather.history import GitHistory
 from syncer.gather.live import Lister, LiveSource
 from syncer.sources.dispatch import load_source, verified
 from syncer.sources.manifests import Manifests, host_dir
-from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
+from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Reconciler, Result
 from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
 from syncer.writeback.plan import FileChange, plan_changes, write_changes
 
@@ -124,9 +124,37 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
                else GitHistory(repo, installation, caches=caches))
     result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                          history=history, caches=caches)
+    result = with_reconcilers(result, source)
     result = with_untracked(loaded, result, source, caches)
     result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
+
+
+def with_reconcilers(result: Result, source: LiveSource) -> Result:
+    """``result`` with what each GitOps controller's own object says (its interval, self-heal,
+    suspended), read once per controller; "periodically" where it cannot be read."""
+    from syncer.detect import gitops
+
+    lister = getattr(source, "lister", None)  # the sidecar's watch cache reads other objects through it
+
+    def read(ref: ObjectRef) -> dict[str, Any] | None:
+        try:
+            return source.get(ref)
+        except SyncerError:
+            if lister is None or not hasattr(lister, "get"):
+                raise
+            found: dict[str, Any] | None = lister.get(ref)
+            return found
+
+    resolved: dict[Reconciler, Reconciler] = {}
+    drifts = []
+    for d in result.drifts:
+        if d.reconciler is not None:
+            if d.reconciler not in resolved:
+                resolved[d.reconciler] = gitops.with_interval(d.reconciler, read)
+            d = replace(d, reconciler=resolved[d.reconciler])
+        drifts.append(d)
+    return replace(result, drifts=tuple(drifts)) if resolved else result
 
 
 def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: Caches | None = None) -> Result:

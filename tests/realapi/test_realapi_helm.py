@@ -153,6 +153,8 @@ EXPECTED = {
 @pytest.mark.parametrize("setup", sorted(BY_NAME), indirect=True)
 def test_helm_install_live_edits_diff_and_sync(setup: tuple[str, Path, Path, str], tmp_path: Path) -> None:
     name, repo, admin, release = setup
+    namespace = json.loads(kubectl(admin, "config", "view", "--minify", "-o", "json"))["contexts"][0]["context"][
+        "namespace"]
     code, doc = diff(repo, name, admin)
     assert code == 0 and doc["in_sync"], doc["drifts"]  # 0 false drift as installed
 
@@ -172,6 +174,14 @@ def test_helm_install_live_edits_diff_and_sync(setup: tuple[str, Path, Path, str
     assert got["spec.replicas"] == (target, "write", "cluster"), json.dumps([d for d in doc["drifts"] if d["path"] == "spec.replicas"])
     assert got[f"{prefix}.image"] == (target, "write", "cluster")
     assert set(got) == {"spec.replicas", f"{prefix}.image", f"{prefix}.env[1].value"}, got
+    if BY_NAME[name].layout == "flux":  # helm-controller's origin labels, the live HelmRelease's interval
+        interval = {"storage-flux": "10m", "storage-flux-beta": "5m", "storage-flux-root": "1h"}[name]
+        assert {json.dumps(d.get("reconciled_by"), sort_keys=True) for d in doc["drifts"]} == {json.dumps(
+            {"tool": "Flux HelmRelease", "name": release.removeprefix(f"{namespace}-") if name.endswith("beta")
+             else ("local-path" if name == "storage-flux" else "node-storage"), "namespace": namespace,
+             "interval": interval, "self_heal": None, "suspended": False}, sort_keys=True)}
+    else:
+        assert not any("reconciled_by" in d for d in doc["drifts"])
 
     code, out, err = syncer("sync", name, "--repo", str(repo), "--kubeconfig", str(admin), "--mode", "commit")
     assert code == 0, (out, err)
