@@ -325,3 +325,29 @@ def test_flux_release_with_the_chart_at_the_top_of_the_repository(tmp_path: Path
     assert changed_lines(repo, "storage-flux-root", live) == {"hosts/storage-flux-root/release.yaml": [
         "-    replicaCount: 1", "+    replicaCount: 2", "-      tag: v0.0.32", "+      tag: v0.0.31"]}
     assert not (repo / "charts" / "local-path-provisioner" / "values.yaml").read_text().count("v0.0.31")
+
+
+def test_init_on_a_chart_directory_writes_the_release_helm_installed(tmp_path: Path) -> None:
+    repo = repo_with(tmp_path, "storage-chart")
+    (repo / "hosts" / "storage-chart" / "syncer.conf").unlink()
+    objects = installed(repo, "storage-chart")
+    for obj in objects:  # as helm install annotates what it creates
+        obj["metadata"].setdefault("annotations", {}).update(
+            {"meta.helm.sh/release-name": "storage", "meta.helm.sh/release-namespace": "storage"})
+    live = snapshot(tmp_path, objects)
+    out = io.StringIO()
+    assert main(["init", "storage-chart", "--repo", str(repo), "--live-file", str(live)], stdout=out,
+                stderr=io.StringIO()) == 0
+    assert "release storage: the one Helm release the live objects name" in out.getvalue()
+    text = (repo / "hosts" / "storage-chart" / "syncer.conf").read_text()
+    config = parse_config(text, "syncer.conf", "storage-chart")
+    assert (config.release, config.namespace) == ("storage", "storage")
+    assert "release: storage              # the Helm release" in text  # aligned with the other comments
+    assert report(repo, "storage-chart", live)["in_sync"] is True
+    # without a cluster: the installation's name, as Argo CD names an application's release
+    (repo / "hosts" / "storage-chart" / "syncer.conf").unlink()
+    out = io.StringIO()
+    assert main(["init", "storage-chart", "--repo", str(repo), "--git-only", "-n", "storage"], stdout=out,
+                stderr=io.StringIO()) == 0
+    config = parse_config((repo / "hosts" / "storage-chart" / "syncer.conf").read_text(), "c", "storage-chart")
+    assert (config.release, config.namespace) == ("storage-chart", "storage")
