@@ -351,3 +351,29 @@ def test_init_on_a_chart_directory_writes_the_release_helm_installed(tmp_path: P
                 stderr=io.StringIO()) == 0
     config = parse_config((repo / "hosts" / "storage-chart" / "syncer.conf").read_text(), "c", "storage-chart")
     assert (config.release, config.namespace) == ("storage-chart", "storage")
+
+
+def test_a_pass_without_a_git_change_renders_nothing(tmp_path: Path) -> None:
+    import time
+    from datetime import datetime, timezone
+
+    from syncer.cache import Caches
+    from syncer.gather.live import SnapshotSource
+    from syncer.sources.helm import render as helm_render
+    from syncer.writeback.deliver import dry_run
+
+    repo = repo_with(tmp_path, "storage-chart")
+    time.sleep(1.1)  # past the racy window: the stamp of the tree can be trusted
+    live = SnapshotSource([snapshot(tmp_path, edited(repo, "storage-chart", scale_and_tag))], "storage")
+    caches = Caches()
+    now = datetime.now(timezone.utc)
+    first = dry_run(repo, "storage-chart", live, now, "syncer diff", caches=caches)
+    assert len(first.changes) == 1
+    runs = helm_render.RUNS[0]
+    again = dry_run(repo, "storage-chart", live, now, "syncer diff", caches=caches)  # the sidecar's next pass
+    assert helm_render.RUNS[0] == runs  # no render: not the load, not the mapping, not the proof
+    assert [c.new for c in again.changes] == [c.new for c in first.changes]
+    values = repo / "hosts" / "storage-chart" / "values.yaml"
+    values.write_text(values.read_text().replace("replicaCount: 1", "replicaCount: 2"))  # a git change
+    dry_run(repo, "storage-chart", live, now, "syncer diff", caches=caches)
+    assert helm_render.RUNS[0] > runs
