@@ -47,17 +47,18 @@ def go_text(value: Any) -> str:
     return str(value)
 
 
-def leaves(values: Any, path: Path = ()) -> list[tuple[Path, Any]]:
-    """Every scalar of the computed values with its path; a subchart's copy of ``global`` left out."""
+def leaves(values: Any, path: Path = (), *, copies: bool = False) -> list[tuple[Path, Any]]:
+    """Every scalar of the computed values with its path; a subchart's copy of ``global`` left
+    out (``copies``: kept, for a rendered object)."""
     out: list[tuple[Path, Any]] = []
     if isinstance(values, dict):
         for key, value in values.items():
-            if key == "global" and path:
+            if key == "global" and path and not copies:
                 continue
-            out.extend(leaves(value, path + (str(key),)))
+            out.extend(leaves(value, path + (str(key),), copies=copies))
     elif isinstance(values, list):
         for i, value in enumerate(values):
-            out.extend(leaves(value, path + (i,)))
+            out.extend(leaves(value, path + (i,), copies=copies))
     else:
         out.append((path, values))
     return out

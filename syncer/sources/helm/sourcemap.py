@@ -80,12 +80,16 @@ class HelmMap:
         self.objects: dict[ObjectRef, GitObject] = {}  # the rendered objects (set by the loader)
         self._placed: dict[str, list[Drift]] = {}
         self._verified: dict[str, list[FileError]] = {}
+        self._renders: dict[tuple[int, tuple[tuple[str, str], ...], tuple[str, ...]], Rendered] = {}
         self.verifications = 0  # renders made to map and prove edits (bench and tests read it)
 
     # -- rendering -------------------------------------------------------------------------
     def render_with(self, i: int, texts: dict[str, str], extra: tuple[str, ...] = ()) -> Rendered:
         """Release ``i`` rendered with ``texts`` (repo-relative file -> text) in place of the
         files, and ``extra`` values documents over its values."""
+        key = (i, tuple(sorted(texts.items())), extra)
+        if key in self._renders:  # a proof and the verification of the same edits render the same
+            return self._renders[key]
         rel = self.releases[i]
         self.verifications += 1
         values = rel.values
@@ -98,6 +102,9 @@ class HelmMap:
                      api_versions=self.renderer.api_versions)
         for _, doc in got.docs:
             stamp(doc, rel)
+        if len(self._renders) >= 32:
+            self._renders.clear()
+        self._renders[key] = got
         return got
 
     def _release_values(self, rel: Release, texts: dict[str, str]) -> tuple[str, ...]:
@@ -182,7 +189,7 @@ class HelmMap:
             if id(d) not in wanted:
                 continue
             try:
-                placed = self._edits(i, obj, d, wanted[id(d)], probes)
+                placed = self._edits(i, obj, d, wanted[id(d)], probes, [t.path for t in todo])
             except _Refused as exc:
                 out[id(d)] = self._refuse(d, str(exc))
                 continue
@@ -214,10 +221,24 @@ class HelmMap:
         now = index(got, self.releases[i].namespace).get((ref.kind, ref.namespace, ref.name))
         return get_path(normalize(now), drift.path) if now is not None else MISSING
 
+    def _rendered_at(self, i: int, got: Rendered, token: Any) -> list[tuple[ObjectRef, Path]]:
+        """Every field of the release's objects where a sentinel shows."""
+        refs = {(r.kind, r.namespace, r.name): r for r, o in self.owners.items() if o == i}
+        out: list[tuple[ObjectRef, Path]] = []
+        for key, obj in index(got, self.releases[i].namespace).items():
+            ref = refs.get(key)
+            if ref is None:
+                continue
+            for path, value in sentinel.leaves(normalize(obj), copies=True):
+                if sentinel.found_in(token, value):
+                    out.append((ref, path))
+        return out
+
     def _edits(self, i: int, obj: GitObject, d: Drift, cands: list[sentinel.Candidate],
-               probes: list[tuple[list[sentinel.Candidate], Rendered]]) -> Drift:
+               probes: list[tuple[list[sentinel.Candidate], Rendered]], moved: list[Path]) -> Drift:
         shown: list[tuple[int, sentinel.Candidate]] = []
         field: Any = MISSING
+        seen_in: Rendered | None = None
         tokens = {c.path: c for c in cands}
         if all(self._field(i, got, d) is MISSING for subset, got in probes if any(c.path in tokens for c in subset)):
             # some sentinel of the batch renamed or dropped the object: each candidate on its own
@@ -233,8 +254,8 @@ class HelmMap:
             if hits:
                 if shown:  # sentinels of one field spread over renders: render them together
                     return self._edits(i, obj, d, [c for _, c in shown] + [c for _, c in hits],
-                                       self._probe(i, [c for _, c in shown] + [c for _, c in hits]))
-                shown, field = hits, here
+                                       self._probe(i, [c for _, c in shown] + [c for _, c in hits]), moved)
+                shown, field, seen_in = hits, here, got
         if not shown:
             keys = ", ".join(format_path(c.path) for c in cands[:3])
             raise _Refused(f"the chart computes it (a literal of {obj.file}, or a function of values such as "
@@ -254,6 +275,12 @@ class HelmMap:
         for path, new in news.items():
             if sentinel.go_text(new) == sentinel.go_text(tokens[path].value):
                 continue
+            assert seen_in is not None
+            others = [f"{ref} {format_path(p)}" for ref, p in self._rendered_at(i, seen_in, tokens[path].token)
+                      if ref != d.ref or not any(p[:len(m)] == m or m[:len(p)] == p for m in moved)]
+            if others:
+                raise _Refused(f"{format_path(path)} also renders {', '.join(others[:3])}"
+                               f"{' ...' if len(others) > 3 else ''}, which did not move live")
             where, edit = self._edit_for(i, path, new)
             if file and where != file:
                 raise _Refused(f"its values keys are set in two files ({file}, {where})")
