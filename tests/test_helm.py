@@ -378,3 +378,34 @@ def test_a_pass_without_a_git_change_renders_nothing(tmp_path: Path) -> None:
     values.write_text(values.read_text().replace("replicaCount: 1", "replicaCount: 2"))  # a git change
     dry_run(repo, "storage-chart", live, now, "syncer diff", caches=caches)
     assert helm_render.RUNS[0] > runs
+
+
+def test_a_secret_the_chart_renders_is_never_written(tmp_path: Path) -> None:
+    import base64
+
+    repo = repo_with(tmp_path, "storage-chart")
+    values = repo / "hosts" / "storage-chart" / "values.yaml"
+    values.write_text(values.read_text().replace("  registrySecret: ~", "  registrySecret: pull-secret")
+                      .replace("  registryUrl: ~", "  registryUrl: registry.example.invalid")
+                      .replace("  registryUser: ~", "  registryUser: robot")
+                      .replace("  registryPasswd: ~", "  registryPasswd: hunter2"))
+    git(repo, "commit", "-qam", "a private registry")
+
+    def edits(objects: Objects) -> None:
+        [secret] = [o for o in objects if o["kind"] == "Secret"]
+        secret["metadata"]["namespace"] = "storage"
+        auth = base64.b64encode(b"robot:hunter3").decode()
+        secret["data"][".dockerconfigjson"] = base64.b64encode(json.dumps(
+            {"auths": {"registry.example.invalid": {"auth": auth}}}).encode()).decode()
+
+    objects = edited(repo, "storage-chart", edits)
+    for o in objects:
+        if o["kind"] == "Secret":
+            o["metadata"]["namespace"] = "storage"
+    live = snapshot(tmp_path, objects)
+    code, out, err = run(repo, "storage-chart", live, "-o", "json")
+    doc = json.loads(out)
+    [drift] = doc["drifts"]
+    assert drift["kind"] == "Secret" and drift["action"] == "report", drift
+    assert "hunter" not in out and "hunter" not in err
+    assert changed_lines(repo, "storage-chart", live) == {}

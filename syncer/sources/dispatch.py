@@ -54,7 +54,18 @@ def load_source(repo: Path, installation: str, default_namespace: str, *,
     if is_rendered(repo, installation):
         from syncer.sources.kustomize import load_rendered
 
-        return load_rendered(repo, installation, default_namespace, caches=caches)
+        rendered = load_rendered(repo, installation, default_namespace, caches=caches)
+        if is_helm(rendered):  # a kustomization listing a HelmRelease: kustomize renders the release object only
+            from dataclasses import replace
+
+            from syncer.sources.skipped import Skipped
+
+            note = Skipped(f"hosts/{installation}", f"hosts/{installation}: a HelmRelease in a kustomization: its "
+                                                    "chart is not rendered here, so the objects it makes are not "
+                                                    "compared (keep the HelmRelease and its values beside a plain "
+                                                    "directory of manifests to have them compared)")
+            rendered = replace(rendered, skipped=rendered.skipped + (note,))
+        return rendered
     manifests = load_manifests(repo, installation, default_namespace, caches=caches)
     if is_helm(manifests):
         return load_helm(repo, installation, default_namespace, caches=caches, plain=manifests)

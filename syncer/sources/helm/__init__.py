@@ -12,6 +12,7 @@ pass without a git change renders nothing.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from syncer.cache import Caches
@@ -120,7 +121,11 @@ def _load(repo: Path, installation: str, renderer: Renderer, releases: list[Rele
             objects[ref] = GitObject(ref, file, n, (), doc, rendered=True)
             owners[ref] = i
     source_map.objects = {r: o for r, o in objects.items() if r in owners}
-    return Manifests(objects, tuple(errors), source_map=source_map, skipped=plain.skipped)
+    charts = {rel.chart_shown: rel.name for rel in releases}
+    skipped = tuple(replace(note, message=f"{note.file}/: the chart of Helm release {charts[note.file]}: rendered "
+                                          "by helm template, its templates never edited")
+                    if note.file in charts else note for note in plain.skipped)
+    return Manifests(objects, tuple(errors), source_map=source_map, skipped=skipped)
 
 
 def _template_file(root: Path, rel: Release, template: str) -> str:
