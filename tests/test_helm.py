@@ -409,3 +409,15 @@ def test_a_secret_the_chart_renders_is_never_written(tmp_path: Path) -> None:
     assert drift["kind"] == "Secret" and drift["action"] == "report", drift
     assert "hunter" not in out and "hunter" not in err
     assert changed_lines(repo, "storage-chart", live) == {}
+
+
+def test_a_colour_stays_quoted(tmp_path: Path) -> None:
+    repo = repo_with(tmp_path, "storage-classes")
+
+    def edits(objects: Objects) -> None:  # kubectl edit of the pod template's annotation
+        find(objects, "Deployment")["spec"]["template"]["metadata"]["annotations"]["example.com/theme"] = "#ff8800"
+
+    live = snapshot(tmp_path, edited(repo, "storage-classes", edits))
+    assert changed_lines(repo, "storage-classes", live) == {"hosts/storage-classes/values.yaml": [
+        '-  example.com/theme: "#34577c"   # the dashboard colour of this provisioner',
+        '+  example.com/theme: "#ff8800"   # the dashboard colour of this provisioner']}
