@@ -217,10 +217,13 @@ class Caches:
     #: kustomize: the last render per (directory, namespace, binary), with the stamp of the tree.
     renders: Lru[tuple[str, str, str], Render] = field(default_factory=lambda: Lru(16))
     #: helm: the last load per (directory, namespace, release, binary), with the stamp of the trees.
-    helm_renders: Lru[tuple[str, str, str, str], HelmRender] = field(default_factory=lambda: Lru(16))
+    helm_renders: Lru[tuple[str, str, str, str, str, str], HelmRender] = field(default_factory=lambda: Lru(16))
     #: helm: the binary that renders (``--helm``: a name on PATH or a path; "" is ``helm``). Not
     #: remembered state: whoever builds the Caches names it, so it reaches every load as a value.
     helm_binary: str = ""
+    #: helm: the cluster's version and API group versions, as ``helm install`` would see them (read
+    #: on first need, once; None: helm's defaults). Set by whoever has the live source.
+    helm_capabilities: Callable[[], tuple[str, tuple[str, ...]]] | None = None
     #: writeback: new texts planned, by (file, digest of its text, the edits).
     planned: Lru[tuple[str, str, str], Planned] = field(default_factory=lambda: Lru(512))
     #: writeback: a file's parses by (file, digest), bounded by the characters of text they hold.

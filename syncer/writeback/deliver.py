@@ -115,10 +115,12 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
     caches = caches if caches is not None else Caches()
-    if ws is not None:
-        from syncer.sources.helm import charts_outside
+    from syncer.sources.helm import capabilities_of, charts_outside
 
+    if ws is not None:
         ws.include(charts_outside(repo, installation, caches))
+    if caches.helm_capabilities is None:  # read only if a Helm installation renders
+        caches.helm_capabilities = capabilities_of(source)
     loaded = load_installation(repo, installation, config, caches=caches)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))

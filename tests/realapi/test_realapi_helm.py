@@ -196,3 +196,27 @@ def test_helm_install_live_edits_diff_and_sync(setup: tuple[str, Path, Path, str
         kubectl(admin, "apply", "-f", str(after / "hosts" / name / "release.yaml"))
     code, doc = diff(after, name, admin)
     assert [(d["path"], d["action"]) for d in doc["drifts"]] == [(f"{prefix}.env[1].value", "report")]
+
+
+def test_rendered_for_the_cluster_helm_installed_into(real_cluster: RealCluster, namespace: str,
+                                                      tmp_path: Path) -> None:
+    """A template that reads ``.Capabilities`` renders as ``helm install`` rendered it on this
+    server (v1.20), not for helm's built-in default version."""
+    helm = require_tool("helm")
+    work = tmp_path / "work"
+    host = work / "hosts" / "caps"
+    (host / "templates").mkdir(parents=True)
+    (host / "Chart.yaml").write_text("apiVersion: v2\nname: caps\nversion: 0.1.0\n")
+    (host / "values.yaml").write_text("level: info\n")
+    (host / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-caps\ndata:\n"
+        "  minor: {{ .Capabilities.KubeVersion.Minor | quote }}\n  level: {{ .Values.level }}\n")
+    (host / "syncer.conf").write_text(f"namespace: {namespace}\nrelease: caps\ntrack:\n  ConfigMap: writeback\n")
+    git(work.parent, "init", "-q", str(work))
+    admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
+    env = {**os.environ, "KUBECONFIG": str(admin), "HELM_CACHE_HOME": str(tmp_path / ".helm"),
+           "HELM_CONFIG_HOME": str(tmp_path / ".helm"), "HELM_DATA_HOME": str(tmp_path / ".helm")}
+    subprocess.run([helm, "install", "caps", str(host), "-n", namespace], check=True, capture_output=True, env=env)
+    assert json.loads(kubectl(admin, "get", "configmap", "caps-caps", "-o", "json"))["data"]["minor"] == "20"
+    code, doc = diff(work, "caps", admin)
+    assert code == 0 and doc["in_sync"], doc["drifts"]

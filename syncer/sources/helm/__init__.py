@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 
 from syncer.cache import Caches
@@ -24,7 +25,7 @@ from syncer.sources.helm.sourcemap import HelmMap, Renderer
 from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, load_manifests, object_ref
 from syncer.model import FileError, ObjectRef
 
-__all__ = ["HelmRender", "charts_outside", "is_chart_dir", "is_helm", "load_helm"]
+__all__ = ["HelmRender", "capabilities_of", "charts_outside", "is_chart_dir", "is_helm", "load_helm"]
 
 #: A load as ``Caches.helm_renders`` keeps it, with the stamp of the trees it was made from.
 HelmRender = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests]
@@ -56,6 +57,37 @@ def charts_outside(repo: Path, installation: str, caches: Caches | None = None) 
     return sorted(p for p in found if p and not (p + "/").startswith(prefix) and ".." not in p.split("/"))
 
 
+def capabilities_of(source: object) -> Callable[[], tuple[str, tuple[str, ...]]]:
+    """A reader, run once at most, of what ``helm install`` would learn from the cluster: its
+    version (``--kube-version``) and API group versions (``--api-versions``); ("", ()) without an
+    API server (a snapshot) or when it does not answer."""
+    from syncer.gather.live import KubeSource
+
+    kube_source = source if isinstance(source, KubeSource) else getattr(source, "lister", None)
+    found: list[tuple[str, tuple[str, ...]]] = []
+
+    def read() -> tuple[str, tuple[str, ...]]:
+        if found:
+            return found[0]
+        answer: tuple[str, tuple[str, ...]] = ("", ())
+        if isinstance(kube_source, KubeSource):
+            kube = kube_source.kube
+            try:
+                version = kube.call("GET", "/version", what="the API server's version") or {}
+                core = kube.call("GET", "/api", what="discovery of the core API") or {}
+                groups = kube.call("GET", "/apis", what="discovery of API groups") or {}
+                apis = [str(v) for v in core.get("versions") or []] + [
+                    str(v.get("groupVersion")) for g in groups.get("groups") or [] if isinstance(g, dict)
+                    for v in g.get("versions") or [] if isinstance(v, dict) and v.get("groupVersion")]
+                answer = (str(version.get("gitVersion") or ""), tuple(apis))
+            except SyncerError:
+                pass
+        found.append(answer)
+        return answer
+
+    return read
+
+
 def _stamp(bases: list[Path]) -> tuple[tuple[tuple[str, int, int, int, int], ...], bool]:
     out, racy, now = [], False, time.time_ns()
     for base in bases:
@@ -77,23 +109,25 @@ def load_helm(repo: Path, installation: str, default_namespace: str, *, release:
     caches = caches if caches is not None else Caches()
     host = host_dir(repo, installation).resolve()
     helm = binary(caches.helm_binary)
+    kube_version, api_versions = caches.helm_capabilities() if caches.helm_capabilities is not None else ("", ())
+    renderer = Renderer(helm, kube_version, api_versions)
     chart = is_chart(host)
     if not chart and plain is None:
         plain = load_manifests(repo, installation, default_namespace, caches=caches)
     charts = [host] if chart else sorted({(repo / str(layout.local_chart(o)).removeprefix("./")).resolve()
                                           for o in plain.objects.values() if layout.local_chart(o)} if plain else set())
     stamp, racy = _stamp([host, *[c for c in charts if not c.is_relative_to(host) and c.is_dir()]])
-    key = (str(host), default_namespace, release or "", helm)
+    key = (str(host), default_namespace, release or "", helm, kube_version, " ".join(api_versions))
     last = caches.helm_renders.get_fresh(key, lambda made: made[0] == stamp)
     if last is not None:
         return last[1]
     if chart:
         releases = [chart_release(repo, host, release or installation, default_namespace)]
-        manifests = _load(repo, installation, Renderer(helm), releases, Manifests({}, ()), default_namespace)
+        manifests = _load(repo, installation, renderer, releases, Manifests({}, ()), default_namespace)
     else:
         assert plain is not None
         releases = flux_releases(repo, plain, default_namespace)
-        manifests = _load(repo, installation, Renderer(helm), releases, plain, default_namespace)
+        manifests = _load(repo, installation, renderer, releases, plain, default_namespace)
     if not racy:
         caches.helm_renders.put(key, (stamp, manifests))
     return manifests
