@@ -156,11 +156,8 @@ class Sidecar:
                                 on_error=lambda: self.metrics.error("watch"))
         self.override = ConfigOverride(settings.config_file, s.installation) if settings.config_file else None
         self.caches = Caches(helm_binary=settings.helm)  # what this installation remembers across passes
-        from syncer.sources.helm import charts_outside  # a HelmRelease's chart outside hosts/<installation>/
-
-        ws.include(charts_outside(ws.path, s.installation, self.caches))
         loaded = load_installation(ws.path, s.installation, self.override.current if self.override else None,
-                                   caches=self.caches)
+                                   caches=self.caches, include=ws.include)
         self.namespace = loaded.config.namespace
         self.refs = tracked_refs(loaded, self.caches)
         self.store = (ConfigMapStore(api, self.namespace, s.installation, settings.state_configmap)

@@ -1,4 +1,5 @@
-"""Helm installations: a chart directory, or Flux HelmReleases whose chart is in this repository.
+"""The Helm source: ``hosts/<installation>/`` as a chart directory, or Flux HelmReleases whose chart
+is in this repository.
 
 The real ``helm template`` renders each release (``render``) from the values ``layout`` finds;
 the rendered objects (hooks left out) are the declared objects, compared with live as plain
@@ -6,86 +7,140 @@ manifests are. A HelmRelease and its values ConfigMaps are manifests of the dire
 compared as such. Which values line sets a field, and the proof that an edit there renders the
 live value and nothing else, is the ``HelmMap`` (``sourcemap``). A render is redone only when
 a file of the installation or of its charts changed (size, mtime, ctime, inode), so a sidecar
-pass without a git change renders nothing.
+pass without a git change renders nothing; nor is the same edit rendered twice.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
-from collections.abc import Callable
 from pathlib import Path
 
-from syncer.cache import Caches
+from syncer.cache import Caches, Lru
+from syncer.config import Config
 from syncer.errors import SyncerError
+from syncer.model import Drift, FileError, ObjectRef
 from syncer.sources.helm import layout
-from syncer.sources.helm.layout import Release, chart_release, declares_release, flux_releases, is_chart
+from syncer.sources.helm.layout import FLUX_GROUP, Release, chart_release, flux_releases, is_chart
 from syncer.sources.helm.render import binary
 from syncer.sources.helm.sourcemap import HelmMap, Renderer
 from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, load_manifests, object_ref
-from syncer.model import FileError, ObjectRef
+from syncer.sources.source import Planner, Verified, proven
 
-__all__ = ["HelmRender", "capabilities_of", "charts_outside", "is_chart_dir", "is_helm", "load_helm"]
+__all__ = ["HelmSource"]
 
-#: A load as ``Caches.helm_renders`` keeps it, with the stamp of the trees it was made from.
-HelmRender = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests]
-
-
-def is_chart_dir(repo: Path, installation: str) -> bool:
-    """Is ``hosts/<installation>/`` a chart directory (a ``Chart.yaml``, as Argo CD detects it)?"""
-    return is_chart(host_dir(repo, installation))
+#: A load as ``Caches.renders`` keeps it: the stamp of the trees, the objects, their source map.
+Render = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests, HelmMap]
+#: Whether a file names a HelmRelease whose chart comes from a GitRepository, by its stamp:
+#: ``claims`` asks every pass, and reads again only the files that changed.
+_MARKED: Lru[tuple[str, int, int, int], bool] = Lru(65_536)
 
 
-def is_helm(manifests: Manifests) -> bool:
-    """Do plain manifests declare a HelmRelease whose chart is a path of this repository?"""
-    return declares_release(manifests)
-
-
-def charts_outside(repo: Path, installation: str, caches: Caches | None = None) -> list[str]:
-    """The repo-relative chart directories the installation's HelmReleases name outside
-    ``hosts/<installation>/`` (a sparse clone must check them out too)."""
-    host = host_dir(repo, installation)
-    if is_chart(host):
-        return []
+def _names_a_release(path: Path) -> bool:
     try:
-        plain = load_manifests(repo, installation, "", caches=caches)
-    except SyncerError:
-        return []
-    prefix = f"hosts/{installation}/"
-    found = {str(layout.local_chart(o)).removeprefix("./").rstrip("/") for o in plain.objects.values()
-             if layout.local_chart(o)}
-    return sorted(p for p in found if p and not (p + "/").startswith(prefix) and ".." not in p.split("/"))
+        st = path.stat()
+    except OSError:
+        return False
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    found = _MARKED.get(key)
+    if found is None:
+        try:
+            text = path.read_bytes()[:1 << 20]
+        except OSError:
+            return False
+        found = FLUX_GROUP.encode() in text and b"GitRepository" in text
+        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+            _MARKED.put(key, found)
+    return found
 
 
-def capabilities_of(source: object) -> Callable[[], tuple[str, tuple[str, ...]]]:
-    """A reader, run once at most, of what ``helm install`` would learn from the cluster: its
-    version (``--kube-version``) and API group versions (``--api-versions``); ("", ()) without an
-    API server (a snapshot) or when it does not answer."""
-    from syncer.gather.live import KubeSource
+class HelmSource:
+    """``hosts/<installation>/`` as what helm renders: a chart directory, or HelmReleases."""
 
-    kube_source = source if isinstance(source, KubeSource) else getattr(source, "lister", None)
-    found: list[tuple[str, tuple[str, ...]]] = []
+    name = "helm"
+    proposes_files = False
+    new_file_note = "a chart renders only its templates (add the object to the chart)"
+    declares = "objects helm renders"
 
-    def read() -> tuple[str, tuple[str, ...]]:
-        if found:
-            return found[0]
-        answer: tuple[str, tuple[str, ...]] = ("", ())
-        if isinstance(kube_source, KubeSource):
-            kube = kube_source.kube
-            try:
-                version = kube.call("GET", "/version", what="the API server's version") or {}
-                core = kube.call("GET", "/api", what="discovery of the core API") or {}
-                groups = kube.call("GET", "/apis", what="discovery of API groups") or {}
-                apis = [str(v) for v in core.get("versions") or []] + [
-                    str(v.get("groupVersion")) for g in groups.get("groups") or [] if isinstance(g, dict)
-                    for v in g.get("versions") or [] if isinstance(v, dict) and v.get("groupVersion")]
-                answer = (str(version.get("gitVersion") or ""), tuple(apis))
-            except SyncerError:
-                pass
-        found.append(answer)
-        return answer
+    def __init__(self, repo: Path, installation: str, config: Config) -> None:
+        self.repo, self.installation, self.namespace = repo, installation, config.namespace
+        self.release = config.release
+        self._map: HelmMap | None = None  # the last load's
 
-    return read
+    @staticmethod
+    def claims(host: Path) -> bool:
+        """A chart directory (``Chart.yaml``, as Argo CD detects one); or a directory of plain
+        manifests (no kustomization) one of which is a Flux HelmRelease with a GitRepository chart."""
+        if is_chart(host):
+            return True
+        from syncer.sources.kustomize.layers import holds_kustomization
+
+        if holds_kustomization(host):
+            return False
+        return any(p.suffix in (".yaml", ".yml") and not p.is_symlink() and p.is_file() and _names_a_release(p)
+                   for p in host.rglob("*"))
+
+    def load(self, caches: Caches) -> Manifests:
+        """The objects the releases render (plus, for HelmReleases, the directory's own
+        manifests), kept in ``caches`` while no file of the trees changes; the helm binary is
+        ``Caches.helm_binary``, the cluster's capabilities ``Caches.helm_capabilities``."""
+        repo, installation, namespace = self.repo, self.installation, self.namespace
+        host = host_dir(repo, installation).resolve()
+        helm = binary(caches.helm_binary)
+        kube_version, api_versions = caches.helm_capabilities() if caches.helm_capabilities is not None else ("", ())
+        renderer = Renderer(helm, kube_version, api_versions)
+        chart = is_chart(host)
+        plain = None if chart else load_manifests(repo, installation, namespace, caches=caches)
+        charts = [] if plain is None else sorted({(repo / str(layout.local_chart(o)).removeprefix("./")).resolve()
+                                                  for o in plain.objects.values() if layout.local_chart(o)})
+        stamp, racy = _stamp([host, *[c for c in charts if not c.is_relative_to(host) and c.is_dir()]])
+        key = ("helm", str(host), namespace, self.release or "", helm, kube_version, " ".join(api_versions))
+        last: Render | None = caches.renders.get_fresh(key, lambda made: made[0] == stamp)
+        if last is None:
+            if plain is None:
+                releases = [chart_release(repo, host, self.release or installation, namespace)]
+                manifests, source_map = _load(repo, installation, renderer, releases, Manifests({}, ()), namespace)
+            else:
+                releases = flux_releases(repo, plain, namespace)
+                manifests, source_map = _load(repo, installation, renderer, releases, plain, namespace)
+            last = (stamp, manifests, source_map)
+            if not racy:
+                caches.renders.put(key, last)
+        self._map = last[2]
+        return last[1]
+
+    def history_file(self, obj: GitObject) -> str | None:
+        rendered = self._map is not None and obj.ref in self._map.owners
+        return None if rendered else obj.file  # a rendered field's file is its values line, not its template
+
+    def likely_lists(self, at_least: int) -> list[tuple[str, str, str]]:
+        return []  # what is declared is what helm renders: nothing to tell from the files
+
+    def checkout_paths(self, caches: Caches) -> list[str]:
+        """The repo-relative chart directories the HelmReleases name outside ``hosts/<installation>/``."""
+        host = host_dir(self.repo, self.installation)
+        if is_chart(host):
+            return []
+        try:
+            plain = load_manifests(self.repo, self.installation, self.namespace, caches=caches)
+        except SyncerError:
+            return []
+        prefix = f"hosts/{self.installation}/"
+        found = {str(layout.local_chart(o)).removeprefix("./").rstrip("/") for o in plain.objects.values()
+                 if layout.local_chart(o)}
+        return sorted(p for p in found if p and not (p + "/").startswith(prefix) and ".." not in p.split("/"))
+
+    def place(self, obj: GitObject, drifts: Sequence[Drift], caches: Caches) -> list[Drift]:
+        return self._loaded().place(obj, list(drifts))
+
+    def verify(self, drifts: Sequence[Drift], plan: Planner, caches: Caches) -> Verified:
+        return proven(drifts, plan, lambda texts, checked: self._loaded().check(texts, checked))
+
+    def _loaded(self) -> HelmMap:
+        if self._map is None:
+            raise RuntimeError("HelmSource: place or verify before load")
+        return self._map
 
 
 def _stamp(bases: list[Path]) -> tuple[tuple[tuple[str, int, int, int, int], ...], bool]:
@@ -101,40 +156,8 @@ def _stamp(bases: list[Path]) -> tuple[tuple[tuple[str, int, int, int, int], ...
     return tuple(out), racy
 
 
-def load_helm(repo: Path, installation: str, default_namespace: str, *, release: str | None = None,
-              caches: Caches | None = None, plain: Manifests | None = None) -> Manifests:
-    """The objects ``hosts/<installation>/`` declares as Helm releases (plus, for HelmReleases,
-    the directory's own manifests), with their source map. ``caches`` keeps the load while no
-    file of the trees changes and names the helm binary (``Caches.helm_binary``)."""
-    caches = caches if caches is not None else Caches()
-    host = host_dir(repo, installation).resolve()
-    helm = binary(caches.helm_binary)
-    kube_version, api_versions = caches.helm_capabilities() if caches.helm_capabilities is not None else ("", ())
-    renderer = Renderer(helm, kube_version, api_versions)
-    chart = is_chart(host)
-    if not chart and plain is None:
-        plain = load_manifests(repo, installation, default_namespace, caches=caches)
-    charts = [host] if chart else sorted({(repo / str(layout.local_chart(o)).removeprefix("./")).resolve()
-                                          for o in plain.objects.values() if layout.local_chart(o)} if plain else set())
-    stamp, racy = _stamp([host, *[c for c in charts if not c.is_relative_to(host) and c.is_dir()]])
-    key = (str(host), default_namespace, release or "", helm, kube_version, " ".join(api_versions))
-    last = caches.helm_renders.get_fresh(key, lambda made: made[0] == stamp)
-    if last is not None:
-        return last[1]
-    if chart:
-        releases = [chart_release(repo, host, release or installation, default_namespace)]
-        manifests = _load(repo, installation, renderer, releases, Manifests({}, ()), default_namespace)
-    else:
-        assert plain is not None
-        releases = flux_releases(repo, plain, default_namespace)
-        manifests = _load(repo, installation, renderer, releases, plain, default_namespace)
-    if not racy:
-        caches.helm_renders.put(key, (stamp, manifests))
-    return manifests
-
-
 def _load(repo: Path, installation: str, renderer: Renderer, releases: list[Release], plain: Manifests,
-          default_namespace: str) -> Manifests:
+          default_namespace: str) -> tuple[Manifests, HelmMap]:
     objects: dict[ObjectRef, GitObject] = dict(plain.objects)
     errors: list[FileError] = list(plain.errors)
     owners: dict[ObjectRef, int] = {}
@@ -152,14 +175,15 @@ def _load(repo: Path, installation: str, renderer: Renderer, releases: list[Rele
                 first = objects[ref].file
                 errors.append(FileError(file, f"{ref} is declared twice: in {first} and by release {rel.name} ({file})"))
                 continue
-            objects[ref] = GitObject(ref, file, n, (), doc, rendered=True)
+            objects[ref] = GitObject(ref, file, n, (), doc)
             owners[ref] = i
     source_map.objects = {r: o for r, o in objects.items() if r in owners}
     charts = {rel.chart_shown: rel.name for rel in releases}
     skipped = tuple(replace(note, message=f"{note.file}/: the chart of Helm release {charts[note.file]}: rendered "
                                           "by helm template, its templates never edited")
                     if note.file in charts else note for note in plain.skipped)
-    return Manifests(objects, tuple(errors), source_map=source_map, skipped=skipped)
+    releases_read = tuple((rel.storage or rel.namespace, rel.name, rel.namespace) for rel in releases)
+    return Manifests(objects, tuple(errors), skipped=skipped, releases=releases_read), source_map
 
 
 def _template_file(root: Path, rel: Release, template: str) -> str:

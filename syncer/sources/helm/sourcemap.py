@@ -14,6 +14,7 @@ exactly what the edit renders. Anything else is reported with its reason and nev
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path as FsPath
 from typing import Any
@@ -21,9 +22,7 @@ from typing import Any
 from syncer.errors import ConfigError
 from syncer.sources.helm import sentinel
 from syncer.sources.helm.layout import Release, flux_release, stamp
-from syncer.sources.helm.released import deployed
 from syncer.sources.helm.render import Rendered, render
-from syncer.gather.live import LiveSource
 from syncer.kinds import NEVER_WRITTEN
 from syncer.sources.kustomize.fields import same
 from syncer.sources.manifests import GitObject, object_ref
@@ -79,7 +78,6 @@ class HelmMap:
         self.plain, self.default_namespace = plain, default_namespace
         self.objects: dict[ObjectRef, GitObject] = {}  # the rendered objects (set by the loader)
         self._placed: dict[str, list[Drift]] = {}
-        self._verified: dict[str, list[FileError]] = {}
         self._renders: dict[tuple[int, tuple[tuple[str, str], ...], tuple[str, ...]], Rendered] = {}
         self.verifications = 0  # renders made to map and prove edits (bench and tests read it)
 
@@ -123,21 +121,12 @@ class HelmMap:
         assert rel.owner is not None
         return flux_release(self.repo, objects[rel.owner], objects, self.default_namespace).values
 
-    def release_bases(self, source: LiveSource) -> dict[ObjectRef, dict[str, Any]]:
-        """The objects of each release as Helm last deployed them (``released``), for the
-        rendered objects of this installation: a base of who moved."""
-        out: dict[ObjectRef, dict[str, Any]] = {}
-        for rel in self.releases:
-            found = deployed(source, rel.storage or rel.namespace, rel.name, rel.namespace)
-            out.update({ref: obj for ref, obj in found.items() if ref in self.owners})
-        return out
-
     # -- placing ---------------------------------------------------------------------------
     def origin_file(self, obj: GitObject) -> str:
         return obj.file
 
     def place(self, obj: GitObject, drifts: list[Drift]) -> list[Drift]:
-        if not obj.rendered or obj.ref not in self.owners:
+        if obj.ref not in self.owners:  # a manifest of the directory (a HelmRelease, its values): its own file
             return drifts
         todo = [d for d in drifts if d.edits and obj.ref.kind not in NEVER_WRITTEN and REDACTED not in (d.git, d.live)]
         if not todo:
@@ -365,40 +354,38 @@ class HelmMap:
         return out
 
     # -- verifying -------------------------------------------------------------------------
-    def verify(self, repo: FsPath, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        key = hashlib.sha256(repr((sorted(texts.items()), [(str(d.ref), d.path, d.file, repr(d.live))
-                                                           for d in drifts])).encode()).hexdigest()
-        if key not in self._verified:
-            if len(self._verified) >= 64:
-                self._verified.clear()
-            self._verified[key] = self._verify(texts, drifts)
-        return list(self._verified[key])
-
-    def _verify(self, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        """All planned files rendered together: every drifted field of a release shows its live
-        value, nothing else it renders changes; else every file of that release is refused."""
-        errors: list[FileError] = []
+    def check(self, texts: Mapping[str, str], drifts: Sequence[Drift]) -> list[str | None]:
+        """One render of each release the drifts belong to, with ``texts`` in place of its files:
+        for each drift, why its field does not render as its live value (or something else the
+        release renders changes with it), None when proven. A drift of a manifest of the
+        directory (no release renders it) is proven by its file reading back as intended."""
+        out: list[str | None] = [None] * len(drifts)
         for i, rel in enumerate(self.releases):
-            mine = [d for d in drifts if self.owners.get(d.ref) == i]
-            files = sorted({d.file for d in mine if d.edits and d.file in texts})
-            if not files:
+            mine = [j for j, d in enumerate(drifts) if self.owners.get(d.ref) == i]
+            plain = [j for j, d in enumerate(drifts) if d.ref not in self.owners]
+            # a HelmRelease's own file or its values ConfigMap edited as a manifest changes the render
+            if not mine and not any(drifts[j].file in texts for j in plain):
                 continue
             try:
-                got = self.render_with(i, {f: texts[f] for f in files})
+                got = self.render_with(i, dict(texts))
             except ConfigError as exc:
-                errors.extend(FileError(f, f"{f}: not written: the edited values do not render: {exc.message}")
-                              for f in files)
+                for j in mine:
+                    out[j] = f"not written: the edited values do not render: {exc.message}"
                 continue
             allowed: dict[ObjectRef, list[Path]] = {}
-            for d in mine:
-                allowed.setdefault(d.ref, []).append(d.path)
-            wrong = [f"{d.ref} {d.path_text} renders {self._field(i, got, d)!r}, live is {d.live!r}" for d in mine
-                     if d.edits and not same(self._field(i, got, d), d.live)]
-            wrong += self._side_effects(i, got, allowed)
-            if wrong:
-                errors.extend(FileError(f, f"{f}: not written: rendered together, the edits give {wrong[0]}")
-                              for f in files)
-        return errors
+            for j in mine:
+                allowed.setdefault(drifts[j].ref, []).append(drifts[j].path)
+            extra = self._side_effects(i, got, allowed)
+            for j in mine:
+                d = drifts[j]
+                value = self._field(i, got, d)
+                if value is MISSING or not same(value, d.live):
+                    out[j] = (f"not written: with the edit the chart renders "
+                              f"{'nothing' if value is MISSING else repr(value)}, live is {d.live!r}")
+                elif extra:
+                    out[j] = (f"not written: the edit would also change {', '.join(extra[:3])}"
+                              f"{' ...' if len(extra) > 3 else ''}")
+        return out
 
 
 def _scalar(value: Any) -> bool:

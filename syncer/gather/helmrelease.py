@@ -1,4 +1,5 @@
-"""What Helm last applied: the manifest of a release's deployed revision, as a base for who moved.
+"""What the cluster says of Helm releases: the manifest of a release's deployed revision (a base
+for who moved), and the version and APIs ``helm install`` saw (``capabilities_of``).
 
 Helm keeps each revision of a release in a Secret of the release's namespace
 (``sh.helm.release.v1.<release>.v<revision>``, labels ``owner=helm``, ``name=<release>``,
@@ -21,12 +22,14 @@ import base64
 import gzip
 import io
 import json
+from collections.abc import Callable
 from typing import Any
 
-from syncer.errors import ClusterError, ConfigError
-from syncer.gather.live import LiveSource
-from syncer.sources.manifests import object_ref
+from syncer.errors import ClusterError, ConfigError, SyncerError
+from syncer.gather.live import KubeSource, LiveSource, SnapshotSource
+from syncer.kube.lists import named_items
 from syncer.model import ObjectRef
+from syncer.sources.manifests import Manifests, object_ref
 from syncer.yamlread import parse_documents
 
 #: A release's JSON past this (decompressed) is refused: a gzip bomb is no base.
@@ -54,8 +57,6 @@ def decode(secret: dict[str, Any]) -> dict[str, Any] | None:
 
 def _secrets(source: LiveSource, namespace: str, release: str) -> list[dict[str, Any]]:
     """The release's Secrets as the source can list them ([] when it cannot)."""
-    from syncer.gather.live import KubeSource, SnapshotSource
-
     if isinstance(source, SnapshotSource):
         return [o for r, o in source.objects.items() if r.kind == "Secret" and r.namespace == namespace
                 and ((o.get("metadata") or {}).get("labels") or {}).get("name") == release
@@ -63,8 +64,6 @@ def _secrets(source: LiveSource, namespace: str, release: str) -> list[dict[str,
     lister = source if isinstance(source, KubeSource) else getattr(source, "lister", None)
     if not isinstance(lister, KubeSource):
         return []
-    from syncer.kube.lists import named_items
-
     try:
         found = lister.kube.call("GET", f"/api/v1/namespaces/{namespace}/secrets",
                                  query=[("labelSelector", f"owner=helm,name={release}")],
@@ -106,3 +105,42 @@ def deployed(source: LiveSource, namespace: str, release: str, default_namespace
         except ConfigError:
             continue
     return out
+
+
+def release_bases(source: LiveSource, manifests: Manifests) -> dict[ObjectRef, dict[str, Any]]:
+    """The declared objects of each Helm release a source loaded (``Manifests.releases``) as
+    Helm last deployed them; {} without releases, or when the account may not list their records."""
+    out: dict[ObjectRef, dict[str, Any]] = {}
+    for storage, name, namespace in manifests.releases:
+        found = deployed(source, storage, name, namespace)
+        out.update({ref: obj for ref, obj in found.items() if ref in manifests.objects})
+    return out
+
+
+def capabilities_of(source: object) -> Callable[[], tuple[str, tuple[str, ...]]]:
+    """A reader, run once at most, of what ``helm install`` would learn from the cluster: its
+    version (``--kube-version``) and API group versions (``--api-versions``); ("", ()) without an
+    API server (a snapshot) or when it does not answer."""
+    kube_source = source if isinstance(source, KubeSource) else getattr(source, "lister", None)
+    found: list[tuple[str, tuple[str, ...]]] = []
+
+    def read() -> tuple[str, tuple[str, ...]]:
+        if found:
+            return found[0]
+        answer: tuple[str, tuple[str, ...]] = ("", ())
+        if isinstance(kube_source, KubeSource):
+            kube = kube_source.kube
+            try:
+                version = kube.call("GET", "/version", what="the API server's version") or {}
+                core = kube.call("GET", "/api", what="discovery of the core API") or {}
+                groups = kube.call("GET", "/apis", what="discovery of API groups") or {}
+                apis = [str(v) for v in core.get("versions") or []] + [
+                    str(v.get("groupVersion")) for g in groups.get("groups") or [] if isinstance(g, dict)
+                    for v in g.get("versions") or [] if isinstance(v, dict) and v.get("groupVersion")]
+                answer = (str(version.get("gitVersion") or ""), tuple(apis))
+            except SyncerError:
+                pass
+        found.append(answer)
+        return answer
+
+    return read
