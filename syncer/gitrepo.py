@@ -17,6 +17,7 @@ from pathlib import Path
 
 from syncer import USER_AGENT
 from syncer.errors import GitError
+from syncer.gitoutcome import PushOutcome, Pushed, push_outcome, remote_failure
 from syncer.secrets.redact import redact_url
 
 #: Network git commands (clone, fetch, push, ls-remote) get this long; a remote that takes
@@ -59,23 +60,39 @@ def _env(identity: Identity) -> dict[str, str]:
     return env
 
 
-def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
-            raw: bool = False, env: Mapping[str, str] | None = None) -> str:
-    """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure.
-    The output without its final newline, or exactly as git wrote it (``raw``: a file's text).
-    ``env``: more environment for this one command."""
+#: Commands that talk to a remote: their failures are told apart (credentials, access, no repository).
+REMOTE_COMMANDS = frozenset({"clone", "fetch", "push", "ls-remote", "pull"})
+
+
+def git_process(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
+                env: Mapping[str, str] | None = None) -> "subprocess.CompletedProcess[str]":
+    """Run ``git <args>`` with hooks off and a time limit; the finished process, whatever its exit
+    code (``run_git`` raises on failure; a push's outcome is read by ``gitoutcome.push_outcome``)."""
     cmd = ["git", "-c", f"core.hooksPath={NO_HOOKS}", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always",
            "-c", f"http.userAgent={USER_AGENT}", *args]
     try:
-        done = subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **_env(identity), **(env or {})},
+        return subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **_env(identity), **(env or {})},
                               capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
         raise GitError(f"git {args[0]} timed out after {timeout:.0f}s", transient=True) from None
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot run: {exc.strerror or exc}", transient=False) from None
+
+
+def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
+            raw: bool = False, env: Mapping[str, str] | None = None, remote: str | None = None) -> str:
+    """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure
+    (for a command that talks to ``remote``, told apart: ``gitoutcome.remote_failure``).
+    The output without its final newline, or exactly as git wrote it (``raw``: a file's text).
+    ``env``: more environment for this one command."""
+    done = git_process(args, cwd, identity, timeout, env)
     if done.returncode != 0:
         stderr = redact_url(done.stderr + "\n" + done.stdout)
+        if args[0] in REMOTE_COMMANDS:
+            told = remote_failure(stderr, redact_url(remote or _remote_arg(args)), args[0])
+            if told is not None:
+                raise told from None
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         rejected = next((ln for ln in lines if "[rejected]" in ln or "[remote rejected]" in ln), None)
         if rejected:
@@ -84,6 +101,11 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
                        transient=_transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")
+
+
+def _remote_arg(args: list[str]) -> str:
+    """The remote a command names (the word after ``--``, as syncer writes them), else ``origin``."""
+    return args[args.index("--") + 1] if "--" in args[:-1] else "origin"
 
 
 def history_runner(path: Path, identity: Identity = Identity(),
@@ -132,7 +154,16 @@ class Workspace:
         self.synced: str | None = None  # HEAD as the last sync_to_base left it
 
     def git(self, *args: str, network: bool = False) -> str:
-        return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT)
+        return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT,
+                       remote=self.remote)
+
+    def push(self, target: str, *options: str) -> PushOutcome:
+        """Push HEAD to branch ``target`` of origin (``options``: a lease), as git told it:
+        pushed, a race, or refused (``gitoutcome.push_outcome``)."""
+        done = git_process(["push", "--quiet", "--porcelain", *options, "origin", f"HEAD:refs/heads/{target}"],
+                           self.path, self.identity, NETWORK_TIMEOUT)
+        return push_outcome(done.returncode, redact_url(done.stdout), redact_url(done.stderr), redact_url(self.remote),
+                            target)
 
     def history_git(self) -> "Callable[[list[str], float], str | None]":
         """Git for the history base (syncer/gather/history.py) in this clone: it may fetch an old
@@ -201,14 +232,18 @@ class Workspace:
         return self.head()
 
     def push_base(self) -> bool:
-        """Fast-forward the remote base branch to HEAD. False when someone pushed first (a race)."""
-        try:
-            self.git("push", "--quiet", "--porcelain", "origin", f"HEAD:refs/heads/{self.base}", network=True)
-        except GitError as exc:
-            if any(w in exc.message for w in ("rejected", "non-fast-forward", "fetch first", "stale info")):
-                return False
-            raise
-        return True
+        """Fast-forward the remote base branch to HEAD. False when someone pushed first (a race);
+        a refusal (a hook, a protected branch) or an unusable remote is raised, never a race."""
+        return self._pushed(self.push(self.base))
+
+    @staticmethod
+    def _pushed(outcome: PushOutcome) -> bool:
+        if outcome.how is Pushed.DONE:
+            return True
+        if outcome.how is Pushed.RACE:
+            return False
+        assert outcome.error is not None
+        raise outcome.error
 
     def remote_sha(self, branch: str) -> str | None:
         out = self.git("ls-remote", "--heads", "origin", f"refs/heads/{branch}", network=True)
@@ -236,15 +271,9 @@ class Workspace:
         return [line.split()[0] for line in out.splitlines() if line.split()[1:] != mine]
 
     def push_branch(self, branch: str, expected: str | None) -> bool:
-        """Point ``branch`` at HEAD, only if it still is at ``expected`` (lease). False if it moved."""
-        lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
-        try:
-            self.git("push", "--quiet", "--porcelain", lease, "origin", f"HEAD:refs/heads/{branch}", network=True)
-        except GitError as exc:
-            if "stale info" in exc.message or "rejected" in exc.message:
-                return False
-            raise
-        return True
+        """Point ``branch`` at HEAD, only if it still is at ``expected`` (lease). False if it moved;
+        a refusal is raised (``push_base``)."""
+        return self._pushed(self.push(branch, f"--force-with-lease=refs/heads/{branch}:{expected or ''}"))
 
     def delete_branch(self, branch: str, expected: str) -> None:
         self.git("push", "--quiet", f"--force-with-lease=refs/heads/{branch}:{expected}", "origin",
