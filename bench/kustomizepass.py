@@ -53,7 +53,7 @@ def measure(rounds: int, root: Path) -> dict[str, Any]:
     host = work / "hosts" / "midgard"
     for _ in range(rounds):
         t0 = time.perf_counter()
-        render.render(host, "hosts/midgard", {"kustomization.yaml": (host / "kustomization.yaml").read_text()
+        render.render(host, "hosts/midgard", "kubectl", {"kustomization.yaml": (host / "kustomization.yaml").read_text()
                                               + "buildMetadata: [originAnnotations, transformerAnnotations]\n"})
         renders.append(time.perf_counter() - t0)
 

@@ -216,9 +216,6 @@ class Caches:
     #: sources: why each drift of a checked render does not render as live (None: it does), by a
     #: digest of the tree's stamp, the edited texts and the drifts (``Source.verify``).
     verified: Lru[bytes, tuple[str | None, ...]] = field(default_factory=lambda: Lru(1024))
-    #: helm: the binary that renders (``--helm``: a name on PATH or a path; "" is ``helm``). Not
-    #: remembered state: whoever builds the Caches names it, so it reaches every load as a value.
-    helm_binary: str = ""
     #: helm: the cluster's version and API group versions, as ``helm install`` would see them (read
     #: on first need, once; None: helm's defaults). Set by whoever has the live source.
     helm_capabilities: Callable[[], tuple[str, tuple[str, ...]]] | None = None

@@ -321,9 +321,6 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
         stderr.write(f"{exc}\n")
         return EXIT_ERROR
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
-    kustomize = os.environ.get("SYNCER_KUSTOMIZE")
-    if getattr(args, "kustomize", None):
-        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.sources.kustomize.render reads, here and in the sidecar
     if args.command != "run":  # the sidecar logs its warnings as they come (logs.setup)
         logs.collect(secrets)
     try:
@@ -365,11 +362,6 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
         return EXIT_ERROR
     finally:
         logs.uncollect()
-        if getattr(args, "kustomize", None):  # main() called in-process (tests): the flag ends with it
-            if kustomize is None:
-                os.environ.pop("SYNCER_KUSTOMIZE", None)
-            else:
-                os.environ["SYNCER_KUSTOMIZE"] = kustomize
 
 
 def _write_mode(args: argparse.Namespace) -> None:

@@ -18,6 +18,7 @@ from syncer.errors import ConfigError
 from syncer.gitrepo import Identity, Workspace, remote_default_branch
 from syncer.kube import KubeClient, kube_client
 from syncer.sources.manifests import parse_documents
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.writeback.deliver import Mode
 
@@ -48,6 +49,13 @@ def live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
             raise ConfigError("--as/--as-group impersonate a user of the API server; --live-file reads a snapshot")
         return SnapshotSource([Path(f) for f in args.live_file], namespace)
     return KubeSource(api_client(args))
+
+
+def tools(args: argparse.Namespace) -> Tools:
+    """The programs sources run, from ``--kustomize`` and ``--helm`` (env twins ``SYNCER_KUSTOMIZE``,
+    ``SYNCER_HELM``)."""
+    return Tools(kustomize=getattr(args, "kustomize", None) or DEFAULT_TOOLS.kustomize,
+                 helm=getattr(args, "helm", None) or DEFAULT_TOOLS.helm)
 
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:
@@ -100,7 +108,10 @@ def github_app(args: argparse.Namespace) -> InstallationToken | None:
     built: InstallationToken | None = getattr(args, "_github_app", None)
     if built is not None:
         return built
-    if args.forge != "github":
+    from syncer.forges import FORGES, api_url
+
+    spec = FORGES.get(args.forge)
+    if spec is None or not spec.app_tokens:
         raise ConfigError(f"--github-app-id is for --forge github, not --forge {args.forge}")
     if args.token_file:
         raise ConfigError("give --token-file or --github-app-id, not both")
@@ -109,11 +120,10 @@ def github_app(args: argparse.Namespace) -> InstallationToken | None:
     installation = (args.github_app_installation_id or "").strip()
     if installation and not installation.isdigit():
         raise ConfigError(f"--github-app-installation-id {installation!r} is not a number")
-    from syncer.forges import api_url
     from syncer.forges.githubapp import InstallationToken, load_private_key
 
     key = load_private_key(args.github_app_key_file)
-    built = InstallationToken(http_client(), api_url("github", args.forge_url or ""), app_id, key,
+    built = InstallationToken(http_client(), api_url(args.forge, args.forge_url or ""), app_id, key,
                               repo=(args.forge_repo or "").strip().strip("/").removesuffix(".git"),
                               installation_id=int(installation) if installation else None)
     args._github_app = built

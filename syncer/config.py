@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NewType
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
@@ -162,7 +162,7 @@ class Config:
                 out.extend(rule.pointers)
         return tuple(out)
 
-    def bound_to(self, declared: Iterable[tuple[str, str]]) -> "Config":
+    def bound_to(self, declared: Iterable[tuple[str, str]]) -> "BoundConfig":
         """This config with its bindings placed where the manifests put the objects they bind.
 
         ``declared``: the (namespace, Service) of every Endpoints and EndpointSlice git declares.
@@ -170,11 +170,12 @@ class Config:
         git declares them, and reads its ConfigMap in that same namespace -- so ``-n``, a default
         for manifests that name none (as kubectl's), cannot unbind Endpoints that manifests place
         in their own namespace. Declared in the config's namespace, or nowhere: it stays there.
-        The same config comes back when nothing moves.
+        The same config comes back when nothing moves. Done once, where an installation is loaded
+        (``load_installation``): what reads the result takes a ``BoundConfig``.
         """
         unplaced = {c.endpoints for c in self.candidates if not c.explicit}
         if not unplaced:
-            return self
+            return BoundConfig(self)
         spaces: dict[str, set[str]] = {}
         for namespace, service in declared:
             if service in unplaced:
@@ -188,7 +189,7 @@ class Config:
                 continue
             moved = True
             out.extend(dataclasses.replace(c, namespace=ns, explicit=True) for ns in sorted(where))
-        return dataclasses.replace(self, candidates=tuple(out)) if moved else self
+        return BoundConfig(dataclasses.replace(self, candidates=tuple(out)) if moved else self)
 
     def candidates_for(self, namespace: str, endpoints: str) -> Candidates | None:
         return self._candidates_index.get((namespace, endpoints))
@@ -199,6 +200,12 @@ class Config:
         for c in self.candidates:
             index.setdefault((c.namespace, c.endpoints), c)
         return index
+
+
+#: A config whose bindings are placed where the manifests put what they bind (``Config.bound_to``):
+#: what detection and everything after loading read. A type for the checker only: at run time the
+#: same object (so what is remembered by the config's identity still is).
+BoundConfig = NewType("BoundConfig", Config)
 
 
 def _expect(value: Any, typ: type | tuple[type, ...], where: str, what: str) -> Any:

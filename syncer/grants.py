@@ -15,31 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from syncer.kinds import KINDS
 from syncer.model import ObjectRef
 
-#: Kinds the chart's ``tracked.kinds`` map knows: Kind -> (API group, resource). Keep in step
-#: with ``syncer.trackedKinds`` in charts/syncer/templates/_helpers.tpl.
-CHART_KINDS: dict[str, tuple[str, str]] = {
-    "ConfigMap": ("", "configmaps"),
-    "Endpoints": ("", "endpoints"),
-    "Service": ("", "services"),
-    "ServiceAccount": ("", "serviceaccounts"),
-    "Secret": ("", "secrets"),
-    "PersistentVolumeClaim": ("", "persistentvolumeclaims"),
-    "Pod": ("", "pods"),
-    "EndpointSlice": ("discovery.k8s.io", "endpointslices"),
-    "Deployment": ("apps", "deployments"),
-    "StatefulSet": ("apps", "statefulsets"),
-    "DaemonSet": ("apps", "daemonsets"),
-    "Job": ("batch", "jobs"),
-    "CronJob": ("batch", "cronjobs"),
-    "Role": ("rbac.authorization.k8s.io", "roles"),
-    "RoleBinding": ("rbac.authorization.k8s.io", "rolebindings"),
-    "Ingress": ("networking.k8s.io", "ingresses"),
-    "NetworkPolicy": ("networking.k8s.io", "networkpolicies"),
-    "HorizontalPodAutoscaler": ("autoscaling", "horizontalpodautoscalers"),
-    "PodDisruptionBudget": ("policy", "poddisruptionbudgets"),
-}
+#: Kinds the chart's ``tracked.kinds`` map knows: Kind -> (API group, resource), the kinds of
+#: ``kinds.KINDS`` marked ``chart`` (``syncer.kindResources`` in charts/syncer/templates/_helpers.tpl
+#: lists the same: tests/test_chart.py checks it).
+CHART_KINDS: dict[str, tuple[str, str]] = {kind: (info.group, info.resource) for kind, info in KINDS.items()
+                                          if info.chart}
 
 
 def _group(api_version: str) -> str:

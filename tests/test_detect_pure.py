@@ -25,6 +25,7 @@ from syncer.detect.engine import Detection
 from syncer.gather.live import SnapshotSource
 from syncer.model import Result
 from syncer.sources.dispatch import source_for
+from syncer.sources.source import Tools
 
 KUBECTL = shutil.which("kubectl", path="/usr/local/bin")
 
@@ -54,10 +55,9 @@ def _inputs(installation: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, An
     if installation == "midgard":
         if KUBECTL is None:
             pytest.skip("kubectl (kustomize) not installed")
-        monkeypatch.setenv("SYNCER_KUSTOMIZE", KUBECTL)
     caches = Caches()
     config = load_config(ROOT / "hosts" / installation, installation)
-    manifests = source_for(ROOT, installation, config).load(caches)
+    manifests = source_for(ROOT, installation, config, Tools(kustomize=KUBECTL or "kubectl")).load(caches)
     live = SnapshotSource([ROOT / "examples" / f"{installation}-live.yaml"], config.namespace)
     return config, gathered(config, manifests, live.objects, history={}), caches
 

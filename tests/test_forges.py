@@ -506,13 +506,16 @@ def _writes_to(fake: FakeForgeServer, number: int) -> list[str]:
     return [f"{r.method} {r.path}" for r in fake.writes if pattern.search(r.path)]
 
 
-def test_a_fork_pr_is_read_as_from_another_repository(fake: FakeForgeServer) -> None:
+def test_a_fork_pr_is_read_as_from_another_repository(fake: FakeForgeServer, client: httpx.Client,
+                                                      clock: FakeTime) -> None:
     """Each client reads the head repository the way its forge says it: GitHub/Gitea
     ``head.repo`` (id and full_name against ``base.repo``), GitLab ``source_project_id``
     against ``target_project_id``; and the author (``user.login`` / ``author.username``)."""
     from importlib import import_module
 
-    to_pr = import_module(f"syncer.forges.{fake.kind}")._to_pr
+    # GitHub and Gitea read a PR in their shared base (GitHubLike._to_pr, with each one's hooks)
+    to_pr = getattr(forge_for(fake, client, clock), "_to_pr", None) or import_module(
+        f"syncer.forges.{fake.kind}")._to_pr
     own = fake.add_pr(HEAD, BASE)
     fork = fake.add_pr(HEAD, BASE, head_repo=FORK, author="mallory")
     mine, theirs = to_pr(_fetch_pull(fake, own.number)), to_pr(_fetch_pull(fake, fork.number))
@@ -611,3 +614,23 @@ def test_a_pr_adopted_after_already_exists_must_have_a_head_syncer_pushed(
     assert adopted.outcome is PrOutcome.HUMAN_PUSHED and adopted.pr is not None
     assert adopted.pr.number == fresh.pr.number
     assert _writes_to(fake, adopted.pr.number) == []
+
+
+def test_the_registry_is_the_one_table_of_forges() -> None:
+    """``FORGES`` names each forge's module and class, and everything else reads it: ``--forge``'s
+    choices, ``make_forge`` (the class built is the registered one), the GitHub App check."""
+    import argparse
+    from importlib import import_module
+
+    from syncer.cli import build_parser
+    from syncer.forges import FORGES
+
+    sync = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["sync"]
+    [forge_flag] = [a for a in sync._actions if "--forge" in a.option_strings]
+    assert list(forge_flag.choices or ()) == [*FORGES, "none"]
+    for kind, spec in FORGES.items():
+        module, _, name = spec.client.partition(":")
+        built = make_forge(kind, "https://forge.example", "ops/homelab", "t0ken",
+                           client=httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(500))))
+        assert type(built) is getattr(import_module(module), name) and built.kind == kind
+    assert [kind for kind, spec in FORGES.items() if spec.app_tokens] == ["github"]

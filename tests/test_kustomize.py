@@ -27,7 +27,7 @@ from syncer.config import Config
 from syncer.errors import ConfigError
 from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import GitObject, Manifests
-from syncer.sources.source import Source
+from syncer.sources.source import Source, Tools
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError
 from syncer.writeback.placement import proved
 from syncer.writeback.plan import plan_changes
@@ -39,8 +39,12 @@ pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kustomize) not
 CONTAINER = ("spec", "template", "spec", "containers", 0)
 
 
+TOOLS = Tools(kustomize=str(KUBECTL))
+
+
 @pytest.fixture(autouse=True)
 def _real_kubectl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line's runs take ``--kustomize`` from its env twin; the calls below pass TOOLS."""
     monkeypatch.setenv("SYNCER_KUSTOMIZE", str(KUBECTL))
 
 
@@ -67,10 +71,10 @@ def drift(obj: GitObject, path: tuple[str | int, ...], live: Any, cls: DriftClas
     return Drift(obj.ref, obj.file, path, None, live, Direction.CLUSTER, cls, Action.WRITE, edits=(edit,))
 
 
-def load_source(repo: Path, installation: str, namespace: str, *,
-                caches: Caches | None = None) -> tuple[Source, Manifests]:
+def load_source(repo: Path, installation: str, namespace: str, *, caches: Caches | None = None,
+                tools: Tools = TOOLS) -> tuple[Source, Manifests]:
     """The installation's source and what it loads, as ``sync`` loads them."""
-    source = source_for(repo, installation, Config(installation, namespace=namespace))
+    source = source_for(repo, installation, Config(installation, namespace=namespace), tools)
     return source, source.load(caches if caches is not None else Caches())
 
 
@@ -315,7 +319,7 @@ def test_the_render_itself_cannot_reach_loopback(tmp_path: Path) -> None:
         (host / "kustomization.yaml").write_text((host / "kustomization.yaml").read_text().replace(
             "  - path: replicas.yaml\n", f"  - path: replicas.yaml\n  - path: {url}/patch.yaml\n"))
         with pytest.raises(ConfigError, match="kustomize build failed"):
-            kustomize.render.render(host, "hosts/midgard")
+            kustomize.render.render(host, "hosts/midgard", str(KUBECTL))
     assert seen == []
 
 
@@ -330,9 +334,12 @@ def test_a_kustomization_that_does_not_build_is_one_line_naming_it(tmp_path: Pat
 
 
 def test_the_binary_is_configurable_and_a_missing_one_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SYNCER_KUSTOMIZE", str(tmp_path / "no-such-kustomize"))
     with pytest.raises(ConfigError, match="no-such-kustomize' not found"):
-        load_source(midgard(tmp_path), "midgard", "default")
+        load_source(midgard(tmp_path), "midgard", "default", tools=Tools(kustomize=str(tmp_path / "no-such-kustomize")))
+    monkeypatch.setenv("SYNCER_KUSTOMIZE", str(tmp_path / "no-such-kustomize"))  # --kustomize's env twin
+    code, out, err = run("diff", "midgard", "--repo", str(midgard(tmp_path / "cli")), "--live-file",
+                         str(ROOT / "examples" / "midgard-live.yaml"))
+    assert (code, out) == (2, "") and "no-such-kustomize' not found" in err
 
 
 def test_the_bundled_example_diffs_as_the_readme_says() -> None:
@@ -344,6 +351,7 @@ def test_the_bundled_example_diffs_as_the_readme_says() -> None:
 
 
 def test_the_kustomize_flag_names_the_binary_for_this_run_only(tmp_path: Path) -> None:
+    """The flag is a value handed to the source: the process's environment is left as it was."""
     repo = midgard(tmp_path)
     code, out, err = run("diff", "midgard", "--repo", str(repo), "--kustomize", str(tmp_path / "kustomize"),
                          "--live-file", str(ROOT / "examples" / "midgard-live.yaml"))

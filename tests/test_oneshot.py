@@ -17,7 +17,9 @@ from syncer.kube import kube_client
 from syncer.gather.live import KubeSource
 from syncer.sources.manifests import parse_documents
 from syncer.model import ObjectRef
+from syncer.config import Config, load_config
 from syncer.gather.oneshot import EARLY_FROM, collection_paused, likely_lists
+from syncer.sources.manifests import host_dir
 
 NS = "shop"
 
@@ -42,17 +44,22 @@ def _installation(repo: Path, configmaps: int, endpoints: int = 3, ns_lines: int
         f"  - addresses:\n      - ip: 10.0.0.{i}\n" for i in range(endpoints)))
 
 
+def _likely(repo: Path, installation: str, namespace: str | None = None) -> list[tuple[str, str, str]]:
+    """``likely_lists`` with the config as the command loads it (``-n``: ``namespace``)."""
+    return likely_lists(repo, installation, load_config(host_dir(repo, installation), installation, namespace=namespace))
+
+
 def test_the_kinds_plain_files_declare_many_of_are_named_before_parsing(tmp_path: Path) -> None:
     _installation(tmp_path, EARLY_FROM + 25)
     # files with and without `namespace:` lines: the default namespace is the config's
-    assert likely_lists(tmp_path, "shop") == [("v1", "ConfigMap", NS)]
+    assert _likely(tmp_path, "shop") == [("v1", "ConfigMap", NS)]
     # -n moves the default, not what a file names
-    assert likely_lists(tmp_path, "shop", "other") == []
+    assert _likely(tmp_path, "shop", "other") == []
     _installation(tmp_path / "plain", EARLY_FROM, ns_lines=0)
-    assert likely_lists(tmp_path / "plain", "shop", "other") == [("v1", "ConfigMap", "other")]
-    assert likely_lists(ROOT, "asgard") == []  # ten objects: read as before
-    assert likely_lists(ROOT, "midgard") == []  # a kustomization renders its objects: no guess
-    assert likely_lists(tmp_path, "nowhere") == []  # the command itself says what is wrong
+    assert _likely(tmp_path / "plain", "shop", "other") == [("v1", "ConfigMap", "other")]
+    assert _likely(ROOT, "asgard") == []  # ten objects: read as before
+    assert _likely(ROOT, "midgard") == []  # a kustomization renders its objects: no guess
+    assert likely_lists(tmp_path, "nowhere", Config("nowhere")) == []  # the command itself says what is wrong
 
 
 def test_prefetch_takes_a_list_begun_early_and_drops_a_wrong_guess(fake_kube: FakeKubeAPI, tmp_path: Path) -> None:

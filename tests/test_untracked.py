@@ -15,7 +15,8 @@ import pytest
 
 from syncer.cli import main
 from syncer.config import UntrackedMode, parse_config
-from syncer.errors import ConfigError
+from syncer.errors import ConfigError, Unserved
+from syncer.kinds import KINDS
 from syncer.gather.live import SnapshotSource
 from syncer.sources.manifests import parse_documents
 from syncer.model import ObjectRef
@@ -94,6 +95,31 @@ def test_scope_is_the_tracked_kinds_and_secrets_in_every_namespace_git_uses() ->
         ("apps/v1", "Deployment", "other"), ("v1", "Secret", "ns"), ("v1", "Secret", "other")]
     narrowed = _cfg("untracked: {mode: report, kinds: [Service]}\n")
     assert scope(narrowed, declared) == [("v1", "Service", "ns"), ("v1", "Service", "other")]
+
+
+class _Release:
+    """A lister as one Kubernetes release serves CronJobs: only in ``served`` (others: not served)."""
+
+    def __init__(self, served: str) -> None:
+        self.served, self.asked = served, []
+
+    def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
+        self.asked.append(api_version)
+        if api_version != self.served:
+            raise Unserved(f"the cluster does not serve {api_version} {kind}", transient=False)
+        return [{"apiVersion": api_version, "kind": kind, "metadata": {"name": "nightly", "namespace": namespace}}]
+
+
+@pytest.mark.parametrize(("minor", "asked"), [(20, ["batch/v1", "batch/v1beta1"]), (25, ["batch/v1"]),
+                                              (32, ["batch/v1"])])
+def test_untracked_cronjobs_are_listed_in_the_version_the_release_serves(minor: int, asked: list[str]) -> None:
+    """``untracked: {kinds: [CronJob]}`` with no CronJob in git: listed in the newest version of the
+    kinds table, else the next the server serves (batch/v1beta1 is gone from Kubernetes 1.25 on,
+    batch/v1 came in 1.21)."""
+    [served] = KINDS["CronJob"].served_by(minor)[-1:]
+    release = _Release(served)
+    drifts = find(_cfg("untracked: {mode: report, kinds: [CronJob]}\n"), [], release)
+    assert release.asked == asked and [d.ref for d in drifts] == [ObjectRef(served, "CronJob", "ns", "nightly")]
 
 
 LIVE_SERVICE = {

@@ -11,13 +11,20 @@ from pathlib import Path
 import httpx
 import pytest
 from tests.conftest import NOW, ROOT
+from tests.fakes.h2_kube import FakeKubeH2
 from tests.fakes.kube_api import FakeKubeAPI
+from tests.test_h2watch import Client as H2Client
 
 from syncer import USER_AGENT, __version__
 from syncer.cli import main
 from syncer.errors import GitError
 from syncer.forges import make_forge
 from syncer.gitrepo import run_git
+from syncer.kube import Connection
+from syncer.model import ObjectRef
+from syncer.sidecar.livecache import LiveCache
+from syncer.sidecar.watch import WatchSettings
+from syncer.sidecar.watchset import WatchSet
 from syncer.sources.manifests import load_manifests
 from syncer.writeback.notify import Notifier
 
@@ -36,6 +43,25 @@ def test_kubernetes_requests(fake_kube: FakeKubeAPI, tmp_path: Path) -> None:
     assert code in (0, 1), err.getvalue()
     agents = {r.headers.get("User-Agent") for r in fake_kube.requests}
     assert agents == {USER_AGENT}, agents
+
+
+def test_kubernetes_watches_over_http2() -> None:
+    """The sidecar's per-object watches as HTTP/2 streams carry the same headers as every HTTP/1.1
+    request: one place (``Connection.headers``) builds both."""
+    fake = FakeKubeH2("ai")
+    try:
+        fake.put("app", {"LOG_LEVEL": "info"})
+        api = H2Client(Connection(server=fake.url, token=fake.token, ca_data=fake.cert_pem))
+        ws = WatchSet(api, LiveCache(), WatchSettings(), list_from=10**6)
+        try:
+            ws.reconcile([ObjectRef("v1", "ConfigMap", "ai", "app")])
+            assert ws.wait_first(10) == [] and ws.mux is not None
+        finally:
+            ws.stop()
+        assert fake.agents == {USER_AGENT}, fake.agents
+        assert dict(api.conn.headers()) == {"User-Agent": USER_AGENT, "Authorization": f"Bearer {fake.token}"}
+    finally:
+        fake.stop()
 
 
 @pytest.mark.parametrize("kind", ["github", "gitea", "gitlab"])

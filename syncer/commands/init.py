@@ -15,8 +15,10 @@ from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config, parse_co
 from syncer.errors import ClusterError, ConfigError
 from syncer.cache import Caches
 from syncer.config import Config
+from syncer.kinds import api_versions
 from syncer.sources.dispatch import source_for
 from syncer.sources.skipped import CHART_FILE
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.collect import live_reads
 from syncer.grants import chart_values
 from syncer.kube import context_namespace
@@ -36,15 +38,15 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
                 and ((o.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == service], ""
     if not isinstance(source, KubeSource):
         return [], ""
-    for version in ("v1", "v1beta1"):  # v1 from Kubernetes 1.21; older servers serve only v1beta1
+    for version in api_versions("EndpointSlice"):  # newest first: older servers serve only v1beta1
         try:
-            found = source.kube.call("GET", f"/apis/discovery.k8s.io/{version}/namespaces/{namespace}/endpointslices",
+            found = source.kube.call("GET", f"/apis/{version}/namespaces/{namespace}/endpointslices",
                                      query=[("labelSelector", f"{SERVICE_NAME_LABEL}={service}")],
                                      what=f"list EndpointSlices of {namespace}/{service}")
         except ClusterError as exc:
             return [], str(exc)
         if found is not None:
-            return [dict(o, kind="EndpointSlice", apiVersion=f"discovery.k8s.io/{version}")
+            return [dict(o, kind="EndpointSlice", apiVersion=version)
                     for _, o in named_items(found)], ""
     return [], "the API server serves no discovery.k8s.io EndpointSlices"
 
@@ -97,7 +99,7 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     repo = checkout(args)
     installation = args.installation or default_installation(repo)
     if args.chart_values:
-        stdout.write(installation_values(repo, installation, args.namespace))
+        stdout.write(installation_values(repo, installation, args.namespace, clients.tools(args)))
         return EXIT_OK
     host = host_dir(repo, installation)
     target, legacy = host / CONFIG_NAME, host / LEGACY_CONFIG_NAME
@@ -109,18 +111,18 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     # What the source declares (a render's namespaces and kinds, not its files). A chart
     # directory: the release and namespace Helm installed it as (its templates name the
     # namespace they are rendered for, so they cannot tell it).
-    caches = Caches(helm_binary=getattr(args, "helm", None) or "")
+    caches = Caches()
     context = None if args.namespace else context_namespace(args.kubeconfig, args.context, read_yaml=parse_documents)
     release: tuple[str, str] | None = None
     if (host / CHART_FILE).is_file():
         release, ns_answer = _chart_release(args, installation, context)
     else:
-        declared = source_for(repo, installation, Config(installation, namespace="")).load(caches)
+        declared = source_for(repo, installation, Config(installation, namespace=""), clients.tools(args)).load(caches)
         ns_answer = infer_namespace(declared.objects, args.namespace,
                                     SnapshotSource([Path(f) for f in args.live_file], "").objects
                                     if args.live_file else (), context)
     declaring = source_for(repo, installation, Config(installation, namespace=ns_answer[0],
-                                                      release=release[0] if release else None))
+                                                      release=release[0] if release else None), clients.tools(args))
     if not args.namespace and release is None:
         ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", f" {declaring.declares}"))
     namespace = ns_answer[0]
@@ -166,15 +168,14 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     stdout.write(f"next: syncer diff {installation}  (then commit hosts/{installation}/{CONFIG_NAME})\n")
     stdout.write(f"chart values granting exactly what this config reads (syncer init {installation} "
                  "--chart-values prints them again):\n")
-    stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace).splitlines()))
+    stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace, clients.tools(args)).splitlines()))
     return EXIT_OK
 
 
-def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
+def installation_values(repo: Path, installation: str, namespace: str | None, tools: Tools = DEFAULT_TOOLS) -> str:
     """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
-
     config = load_config(host_dir(repo, installation), installation, namespace=namespace)
-    loaded = load_installation(repo, installation, config)
+    loaded = load_installation(repo, installation, config, tools=tools)
     values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
     head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
             f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")

@@ -71,28 +71,23 @@ def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: TextIO, repor
         stdout.write(f"syncer: pull request {out.pr.outcome.value}: {out.pr.message}\n")
 
 
-def _namespace(repo: Path, installation: str, override: str | None = None) -> str:
-    """The installation's default namespace (from its config alone: manifests are parsed later)."""
-    return load_config(host_dir(repo, installation), installation, namespace=override).namespace
-
-
-def _config(args: argparse.Namespace, repo: Path, installation: str) -> Config | None:
-    """The installation's config with ``-n`` applied; None (load it as usual) without ``-n``."""
-    if not getattr(args, "namespace", None):
-        return None
-    return load_config(host_dir(repo, installation), installation, namespace=args.namespace)
+def _config(args: argparse.Namespace, repo: Path, installation: str) -> Config:
+    """The installation's config in ``repo`` with ``-n`` applied: read once per command and tree,
+    and handed to everything that needs it (the live source's namespace, the early LISTs,
+    detection)."""
+    return load_config(host_dir(repo, installation), installation, namespace=getattr(args, "namespace", None))
 
 
 def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     repo = checkout(args)
     installation = args.installation or default_installation(repo)
-    ns = getattr(args, "namespace", None)
-    source = clients.live_source(args, _namespace(repo, installation, ns))
+    config, tools = _config(args, repo, installation), clients.tools(args)
+    source = clients.live_source(args, config.namespace)
     only = selection(args.selector, args.object)
-    list_early(source, repo, installation, ns)  # syncer.gather.oneshot
+    list_early(source, repo, installation, config, tools)  # syncer.gather.oneshot
     with collection_paused():
-        out = dry_run(repo, installation, source, now, reproduce(args, installation),
-                      config=_config(args, repo, installation), caches=Caches(helm_binary=args.helm or ""), only=only)
+        out = dry_run(repo, installation, source, now, reproduce(args, installation), config=config,
+                      caches=Caches(), only=only, tools=tools)
     out.result = _with_said(snapshot_note(source, out.result))
     if args.output == "json":
         stdout.write(render_json(out.result))
@@ -119,11 +114,12 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
         repo = None
     if repo is not None:
         installation = args.installation or default_installation(repo)
-        source = clients.live_source(args, _namespace(repo, installation, args.namespace))
+        config = _config(args, repo, installation)
+        source = clients.live_source(args, config.namespace)
     if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
-        out = deliver(mode, repo, installation, source, now, reproduce(args, installation),
-                      config=_config(args, repo, installation), caches=Caches(helm_binary=args.helm or ""), only=only)
+        out = deliver(mode, repo, installation, source, now, reproduce(args, installation), config=config,
+                      caches=Caches(), only=only, tools=clients.tools(args))
         out.result = _with_said(snapshot_note(source, out.result))
         _print_outcome(out, args, stdout)
         return _sync_exit(out, args)
@@ -140,8 +136,9 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
         ws = clients.workspace(args, remote, dest, identity, known)
         if repo is None:
             installation = args.installation or default_installation(ws.path)
-            source = clients.live_source(args, _namespace(ws.path, installation, args.namespace))
-        config = _config(args, ws.path, installation)
+        config = _config(args, ws.path, installation)  # detection reads the clone's (the checkout's named the namespace)
+        if repo is None:
+            source = clients.live_source(args, config.namespace)
         detected: list[Outcome] = []
 
         def report(found: Outcome) -> None:  # before the first write: printed whatever the push does
@@ -151,7 +148,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
                 _print_report(found, args, stdout)
         try:
             out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
-                          caches=Caches(helm_binary=args.helm or ""), on_detected=report, only=only)
+                          caches=Caches(), on_detected=report, only=only, tools=clients.tools(args))
         except SyncerError as exc:
             if detected and args.output == "json":  # the drifts found, with why nothing was written
                 failed = replace(_with_said(detected[0].result),

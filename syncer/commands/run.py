@@ -112,11 +112,11 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             settings = SidecarSettings(
                 loop=LoopSettings(installation, Mode(args.mode), reproduce(args, installation),
                                   debounce=seconds(args.debounce, "--debounce"),
-                                  resync=seconds(args.resync, "--resync")),
+                                  resync=seconds(args.resync, "--resync"), tools=clients.tools(args)),
                 listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
                 lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
                 config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
-                grace=seconds(args.shutdown_grace, "--shutdown-grace"), helm=args.helm or "")
+                grace=seconds(args.shutdown_grace, "--shutdown-grace"))
             sidecar = Sidecar(clients.sidecar_kube(args), ws, settings, forge=forge, notifier=notifier)
             sidecar.server, early = early, None  # the sidecar answers the probes from now on
             try:

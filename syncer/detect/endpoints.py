@@ -41,8 +41,6 @@ FAMILY = ENDPOINTS_FAMILY
 SERVICE_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MIRROR_CONTROLLER = "endpointslicemirroring-controller.k8s.io"
-SLICE_V1 = "discovery.k8s.io/v1"
-SLICE_V1BETA1 = "discovery.k8s.io/v1beta1"
 
 _HOSTNAME_KEY = "kubernetes.io/hostname"
 _ZONE_KEY = "topology.kubernetes.io/zone"

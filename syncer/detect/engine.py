@@ -21,7 +21,7 @@ from syncer.detect import bases, classify, endpoints, gitops, ownership, provena
 from syncer.detect.binding import Binding, Reads, address_drift, nothing_to_pick
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
-from syncer.config import Config
+from syncer.config import BoundConfig, Config
 from syncer.detect.diff import FieldDiff, align, compare
 from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, Forbidden, Unserved
 from syncer.grants import unreadable_message
@@ -163,19 +163,25 @@ def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidenc
     # keys only live count where a person wrote them (the rule for items added live, below)
     by_person = ownership.moved_by(live, appliers, lambda who: ownership.added_by_person(who, appliers))
     unowned = not (live.get("metadata") or {}).get("managedFields")
+    normalized: list[JSON] = []  # the live object normalized, once, if comparing needed it
+
+    def live_n() -> JSON:
+        if not normalized:
+            normalized.append(normalize(live))
+        return normalized[0]
+
     if memo:  # a copy: the readiness diffs below extend it
         diffs = list(by_identity(caches.compared, (obj.data, live), (ref.kind, ignore, appliers),
-                                 lambda: compare(ref.kind, git, normalize(live), ignore, by_person, unowned)))
+                                 lambda: compare(ref.kind, git, live_n(), ignore, by_person, unowned)))
     else:
-        diffs = compare(ref.kind, git, normalize(live), ignore, by_person, unowned)
+        diffs = compare(ref.kind, git, live_n(), ignore, by_person, unowned)
     diffs, dropped = ownership.not_stored(ref, live, diffs)  # fields the server drops: notes (issue 20)
     unstored += dropped
     if binding is not None:
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
         return None
-    live_n = normalize(live)
-    evidence = replace(evidence, snapshots=[(n, align(ref.kind, b, git, live_n)) for n, b in evidence.snapshots])
+    evidence = replace(evidence, snapshots=[(n, align(ref.kind, b, git, live_n())) for n, b in evidence.snapshots])
     moved: list[FieldDiff] = []
     if binding is not None:
         # Where the Service points: one drift, classified against its candidates. Port and
@@ -184,7 +190,7 @@ def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidenc
         if moved and nothing_to_pick(ref.kind, obj.data, live, binding):
             moved = []
     patterns = (*DEFAULT_SECRET_PATTERNS, *config.secret_keys)
-    return _Compared(obj, live, evidence, note, binding, moved, judge_secrets(ref.kind, diffs, patterns, git, live_n,
+    return _Compared(obj, live, evidence, note, binding, moved, judge_secrets(ref.kind, diffs, patterns, git, live_n(),
                                                                                    caches=caches),
                      observed_since, bool(dropped))
 
@@ -288,12 +294,13 @@ class Detection:
     reached at all was raised by ``gather``. Nothing here reads a file, the network or a clock:
     what it remembers is in ``caches``."""
 
-    def __init__(self, config: Config, inputs: Inputs, now: datetime, caches: Caches | None = None) -> None:
+    def __init__(self, config: BoundConfig, inputs: Inputs, now: datetime, caches: Caches | None = None) -> None:
         manifests = inputs.manifests
         self.caches = caches if caches is not None else Caches()
-        self.config = config.bound_to(endpoints.declared_services(manifests.objects, caches=self.caches))
+        self.config = config
         self.inputs, self.now = inputs, now
-        self.tracking = tracking(manifests, self.caches, inputs.reusable)
+        self.tracking = inputs.tracking if inputs.tracking is not None else tracking(manifests, self.caches,
+                                                                                     inputs.reusable)
         self.tracked = self.tracking.tracked(self.config)
         self.cache = Reads()  # candidate lists and their ConfigMaps read in this detection
         self.found = _Found(errors=list(manifests.errors), notes=list(manifests.skipped))
@@ -461,7 +468,7 @@ def unserved_outcome(exc: Unserved, written: bool) -> tuple[bool, str]:
                   f"(the CRD) or track {ref.kind} as report")
 
 
-def detect(config: Config, inputs: Inputs, now: datetime, caches: Caches | None = None) -> Result:
+def detect(config: BoundConfig, inputs: Inputs, now: datetime, caches: Caches | None = None) -> Result:
     """Compare every tracked object of ``inputs`` (git's history answers, if any, in
     ``inputs.history``: an unanswered question is no answer)."""
     detection = Detection(config, inputs, now, caches)

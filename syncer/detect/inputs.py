@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from syncer.errors import SyncerError
 from syncer.sources.manifests import Manifests
 from syncer.model import GitSays, ObjectRef, Path
+
+if TYPE_CHECKING:
+    from syncer.detect.tracking import Tracking
 
 #: A Kubernetes object as JSON data.
 JSON = dict[str, Any]
@@ -56,6 +59,9 @@ class Inputs:
     history: Mapping[Question, Answer] | None = None
     #: the live objects are never modified (the watch cache): comparisons may be remembered
     reusable: bool = False
+    #: what the manifests alone say (order, Endpoints family, found in sync), as gather derived
+    #: it to choose the records to read; None: detection derives it (inputs built by hand)
+    tracking: Tracking | None = None
     #: rendered objects as their tool last applied them (a Helm release's deployed manifest)
     released: Mapping[ObjectRef, JSON] = field(default_factory=dict)
 

@@ -12,7 +12,7 @@ import functools
 from typing import Any
 
 from syncer.bounds import load_json
-from syncer.kinds import CONTROLLER_FILLED
+from syncer.kinds import CONTROLLER_FILLED, FOLDED
 from syncer.model import Path
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -80,29 +80,31 @@ def normalize(obj: dict[str, Any]) -> dict[str, Any]:
         if isinstance(labels, dict) and not SERVER_LABELS.isdisjoint(labels):
             meta["labels"] = {k: v for k, v in labels.items() if k not in SERVER_LABELS}
         out["metadata"] = meta
-    if out.get("kind") == "Secret" and isinstance(out.get("stringData"), dict):
-        out = _string_data_as_data(out)
+    folded = FOLDED.get(str(out.get("kind")))
+    if folded is not None and isinstance(out.get(folded[0]), dict):
+        out = _folded(out, *folded)
     filled = CONTROLLER_FILLED.get(str(out.get("kind")))
     if filled is not None and out.get(filled[0]) is not None:
         out.pop(filled[1], None)  # the control plane's (an aggregated ClusterRole's rules)
     return out
 
 
-def _string_data_as_data(secret: dict[str, Any]) -> dict[str, Any]:
-    """A Secret as the API server stores it: ``stringData`` merged into ``data``, base64-encoded
-    (``stringData`` wins on a shared key). Non-string values stay in ``stringData``: the server
-    would reject them, and the comparison shows them."""
-    data = dict(secret["data"]) if isinstance(secret.get("data"), dict) else {}
+def _folded(obj: dict[str, Any], write_only: str, into: str) -> dict[str, Any]:
+    """An object as the API server stores it (``kinds.FOLDED``; a Secret's ``stringData`` into
+    ``data``): ``write_only`` merged into ``into``, base64-encoded (``write_only`` wins on a shared
+    key). Non-string values stay in ``write_only``: the server would reject them, and the
+    comparison shows them."""
+    data = dict(obj[into]) if isinstance(obj.get(into), dict) else {}
     left = {}
-    for key, value in secret["stringData"].items():
+    for key, value in obj[write_only].items():
         if isinstance(value, str):
             data[key] = base64.b64encode(value.encode("utf-8")).decode("ascii")
         else:
             left[key] = value
-    out = {k: v for k, v in secret.items() if k != "stringData"}
-    out["data"] = data
+    out = {k: v for k, v in obj.items() if k != write_only}
+    out[into] = data
     if left:
-        out["stringData"] = left
+        out[write_only] = left
     return out
 
 

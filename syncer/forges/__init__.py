@@ -1,5 +1,9 @@
 """Forges: where syncer opens its one rolling pull request per installation.
 
+``FORGES`` is the registry: one entry per forge (its name, the module and class that speak its
+API, its URL rules, whether a GitHub App's token works there). The CLI's ``--forge`` choices,
+``make_forge`` and ``clients`` read it; a new forge is its module and its entry here.
+
 ``make_forge`` turns the command-line settings (``--forge``, ``--forge-url``,
 ``--forge-repo``, the token) into a ``Forge``. The URL may be given with or without the
 API suffix: ``https://git.example`` and ``https://git.example/api/v1`` mean the same
@@ -8,6 +12,7 @@ Gitea; GitHub Enterprise Server lives under ``/api/v3``.
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,19 +33,29 @@ __all__ = ["Forge", "PullRequest", "api_url", "make_forge", "same_labels", "KIND
 
 @dataclass(frozen=True)
 class ForgeSpec:
-    """Everything syncer knows about one kind of forge. Adding a forge is one entry here, its
-    module and its line in ``_client_class``: the CLI's ``--forge`` choices and every lookup
-    derive from this."""
+    """Everything syncer knows about one kind of forge, outside its module."""
 
+    #: ``module:Class`` of its ``Forge``; imported on first use (the modules import httpx, about a
+    #: sixth of ``import syncer.cli``, which ``syncer diff`` never needs).
+    client: str
     api_suffix: str  # appended to a user-given base URL that lacks it
     default_url: str = ""  # the public instance, when there is one
     nested_repo: bool = False  # GROUP/SUBGROUP/PROJECT (and numeric ids) allowed
+    #: Web hosts of the public instance, whose API is ``default_url`` whatever the path given.
+    public_hosts: tuple[str, ...] = ()
+    #: A host named ``api.*`` serves the API at its root, without ``api_suffix``.
+    api_host_root: bool = False
+    #: A GitHub App's installation token (``--github-app-id``) authenticates here.
+    app_tokens: bool = False
 
 
 FORGES: dict[str, ForgeSpec] = {
-    "github": ForgeSpec("/api/v3", default_url="https://api.github.com"),
-    "gitea": ForgeSpec("/api/v1"),
-    "gitlab": ForgeSpec("/api/v4", default_url="https://gitlab.com", nested_repo=True),
+    # api.github.com and GHE.com data-residency hosts (api.NAME.ghe.com) have no suffix.
+    "github": ForgeSpec("syncer.forges.github:GitHubForge", "/api/v3", default_url="https://api.github.com",
+                        public_hosts=("github.com", "www.github.com"), api_host_root=True, app_tokens=True),
+    "gitea": ForgeSpec("syncer.forges.gitea:GiteaForge", "/api/v1"),
+    "gitlab": ForgeSpec("syncer.forges.gitlab:GitLabForge", "/api/v4", default_url="https://gitlab.com",
+                        nested_repo=True),
 }
 KINDS = tuple(FORGES)
 
@@ -56,11 +71,11 @@ def api_url(kind: str, base_url: str) -> str:
     netloc = parts.netloc.rpartition("@")[2]  # credentials come from the token, never the URL
     host = parts.hostname.lower()
     path = parts.path.rstrip("/")
-    if kind == "github" and host in ("github.com", "www.github.com"):
-        return "https://api.github.com"
-    # api.github.com and GHE.com data-residency hosts (api.NAME.ghe.com) have no suffix.
-    if not (kind == "github" and host.startswith("api.")) and not path.endswith(FORGES[kind].api_suffix):
-        path += FORGES[kind].api_suffix
+    spec = FORGES[kind]
+    if host in spec.public_hosts:
+        return spec.default_url
+    if not (spec.api_host_root and host.startswith("api.")) and not path.endswith(spec.api_suffix):
+        path += spec.api_suffix
     return urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
@@ -107,21 +122,12 @@ def make_forge(
         import httpx
 
         client = httpx.Client(timeout=timeout)
-    # Each forge's module is imported on first use: they import httpx, about a sixth of
-    # ``import syncer.cli`` (README, "Dependencies"), which ``syncer diff`` never needs.
-    options = {"timeout": timeout, "budget": budget, "sleep": sleep, "clock": clock, "account": account}
-    if kind == "github":
-        from syncer.forges.github import GitHubForge
-
-        return GitHubForge(client, url, repo, token, **options)
+    spec = FORGES[kind]
     from syncer.forges._http import FileToken
 
-    if not isinstance(token, (str, FileToken)):  # any other token source is a GitHub App's
+    if not isinstance(token, (str, FileToken)) and not spec.app_tokens:  # any other source is a GitHub App's
         raise ConfigError(f"--forge {kind} takes a token (--token-file), not a GitHub App")
-    if kind == "gitea":
-        from syncer.forges.gitea import GiteaForge
-
-        return GiteaForge(client, url, repo, token, **options)
-    from syncer.forges.gitlab import GitLabForge
-
-    return GitLabForge(client, url, repo, token, **options)
+    module, _, name = spec.client.partition(":")
+    forge: Forge = getattr(importlib.import_module(module), name)(
+        client, url, repo, token, timeout=timeout, budget=budget, sleep=sleep, clock=clock, account=account)
+    return forge

@@ -1,7 +1,8 @@
 """What syncer needs from a forge: find, open, update, comment on and close one PR.
 
-One small interface (``Forge``), one module per forge (``github``, ``gitea``, ``gitlab``),
-all speaking HTTP through the one helper in ``_http``. The lifecycle that decides *which*
+One small interface (``Forge``), one module per forge (``github``, ``gitea``, ``gitlab``; the
+first two on the REST shape they share, ``githublike``), all speaking HTTP through the one
+helper in ``_http``, each named in the registry ``forges.FORGES``. The lifecycle that decides *which*
 of these calls to make lives in ``syncer.writeback.pullrequest`` and talks only to this interface.
 
 Every method raises ``syncer.errors.ForgeError`` on failure: ``transient=True`` when the

@@ -23,7 +23,7 @@ from syncer.gather.helmrelease import release_bases
 from syncer.detect import endpoints, engine
 from syncer.detect.binding import config_map_ref
 from syncer.cache import Caches, by_identity
-from syncer.config import Config
+from syncer.config import BoundConfig, Config
 from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, SyncerError
 from syncer.gather.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
@@ -53,7 +53,7 @@ class BaseStore(Protocol):
         ...
 
 
-def objects_to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
+def objects_to_read(config: BoundConfig, manifests: Manifests) -> list[ObjectRef]:
     """The live objects detection reads: every declared object of a kind not ignored, and the
     ConfigMap of each candidate list that binds one of them (``config`` bound to ``manifests``:
     ``Config.bound_to``). The one-shot reads exactly these, the sidecar watches exactly these,
@@ -67,9 +67,9 @@ def objects_to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
     return list(refs)
 
 
-def live_reads(config: Config, manifests: Manifests) -> list[ObjectRef]:
+def live_reads(config: BoundConfig, manifests: Manifests) -> list[ObjectRef]:
     """The live objects a comparison reads (what syncer's Role must grant: ``syncer.grants``)."""
-    return sorted(objects_to_read(config.bound_to(endpoints.declared_services(manifests.objects)), manifests))
+    return sorted(objects_to_read(config, manifests))
 
 
 def _reread(source: LiveSource, ref: ObjectRef, found: object) -> LiveRead:
@@ -108,11 +108,10 @@ def _store_readable(store: BaseStore, ref: ObjectRef) -> bool:
     return True
 
 
-def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Caches, *,
+def gather(config: BoundConfig, manifests: Manifests, source: LiveSource, caches: Caches, *,
            store: BaseStore | None = None, observed_since: Mapping[ObjectRef, datetime] | None = None,
            history: bool = False) -> Inputs:
     """Everything ``engine.detect`` reads; ``history``: git's history will answer questions."""
-    config = config.bound_to(endpoints.declared_services(manifests.objects, caches=caches))  # see Config.bound_to
     # the same manifests and config (the sidecar's parse cache): the same objects to read
     refs: list[ObjectRef] = by_identity(caches.to_read, (manifests.objects, config), "to-read",
                                         lambda: objects_to_read(config, manifests))
@@ -136,12 +135,12 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
             others[ref] = versions
     records: dict[ObjectRef, Record | Exception] | None = None
     readable: bool | None = None
+    reusable = source.immutable
+    made = tracking(manifests, caches, reusable)  # detection's too (``Inputs.tracking``)
     if store is not None:
         # The record of each object to be compared: one known in sync (the watch cache) is not
         # compared while the record can be read at all.
         records = {}
-        reusable = source.immutable
-        made = tracking(manifests, caches, reusable)
         tracked, shadowed = made.tracked(config), made.family.shadowed
         for i, (ref, _, _) in enumerate(tracked.items):
             held = live[ref]
@@ -155,7 +154,7 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
             records[ref] = _record(store, ref)
     released = release_bases(source, manifests) if manifests.releases else {}  # what Helm last deployed
     return Inputs(manifests, live, others, records, readable is not False, observed_since or {},
-                  {} if history else None, source.immutable, released)
+                  {} if history else None, reusable, made, released=released)
 
 
 #: Which file's git history tells who changed an object's fields (``Source.history_file``).
@@ -185,7 +184,7 @@ def answer(history: GitHistory, questions: Sequence[Question], manifests: Manife
     return answers
 
 
-def detect_live(config: Config, manifests: Manifests, source: LiveSource, now: datetime, *,
+def detect_live(config: BoundConfig, manifests: Manifests, source: LiveSource, now: datetime, *,
                 store: BaseStore | None = None, observed_since: Mapping[ObjectRef, datetime] | None = None,
                 history: GitHistory | None = None, history_file: HistoryFile = _own_file,
                 caches: Caches | None = None) -> Result:

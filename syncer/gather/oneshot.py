@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from syncer.config import Config
 from syncer.errors import SyncerError
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 
 
 @contextmanager
@@ -48,28 +50,26 @@ def before_exit() -> None:
 EARLY_FROM = 100
 
 
-def likely_lists(repo: Path, installation: str, namespace: str | None = None) -> list[tuple[str, str, str]]:
+def likely_lists(repo: Path, installation: str, config: Config,
+                 tools: Tools = DEFAULT_TOOLS) -> list[tuple[str, str, str]]:
     """(apiVersion, kind, namespace) of each tracked kind the installation's source plainly
     declares at least ``EARLY_FROM`` objects of in one namespace (``Source.likely_lists``: a
     guess from the files' text; nothing for a source that renders its objects). A wrong guess
-    costs one LIST dropped (``KubeSource.expect``); nothing when the config cannot be read (the
+    costs one LIST dropped (``KubeSource.expect``); nothing when the files cannot be read (the
     command says why, later)."""
-    from syncer.config import load_config
     from syncer.model import Track
     from syncer.sources.dispatch import source_for
-    from syncer.sources.manifests import host_dir
 
     try:
-        config = load_config(host_dir(repo, installation), installation, namespace=namespace)
-        found = source_for(repo, installation, config).likely_lists(EARLY_FROM)
+        found = source_for(repo, installation, config, tools).likely_lists(EARLY_FROM)
     except (SyncerError, OSError):
         return []
     return [key for key in found if config.track_for(key[1]) is not Track.IGNORE]
 
 
-def list_early(source: object, repo: Path, installation: str, namespace: str | None = None) -> None:
+def list_early(source: object, repo: Path, installation: str, config: Config, tools: Tools = DEFAULT_TOOLS) -> None:
     """Begin the LISTs ``likely_lists`` names when ``source`` is the API server."""
     from syncer.gather.live import KubeSource
 
     if isinstance(source, KubeSource):
-        source.expect(likely_lists(repo, installation, namespace))
+        source.expect(likely_lists(repo, installation, config, tools))

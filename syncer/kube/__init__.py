@@ -3,6 +3,8 @@
 * ``errors``     the ``KubeError`` tree, ``api_error`` (a non-2xx answer), ``cause`` (a wire failure in words)
 * ``config``     ``Connection``: kubeconfig, credential plugins, in-cluster service account, TLS
 * ``transport``  ``Timeouts``, the deadline watchdog, keep-alive pools, the watch stream
+* ``http2``      ``H2Conn``: one TLS connection carrying many requests as HTTP/2 streams (the
+                 sidecar's watches); imported by its one user, so ``syncer diff`` never loads ``h2``
 * ``client``     the ``Kube`` protocol callers see, and ``KubeClient``, the real one
 * ``lists``      ``named_items``: the objects of a LIST answer, by name
 

@@ -5,7 +5,8 @@ watches, the state record, the lease). Its callers see ``call`` for one JSON req
 ``open_watch`` for a newline-delimited event stream, and discovery (``resource``,
 ``collection_path``, ``object_path``); failures are the typed errors of ``kube.errors``.
 Each request carries the User-Agent ``syncer/<version>``, a deadline (``kube.transport``) and
-the credentials of its ``Connection`` (``kube.config``).
+the credentials of its ``Connection`` (``kube.config``: ``Connection.headers``). The sidecar's
+per-object watches speak HTTP/2 over the same ``Connection`` (``kube.http2``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import urllib3
 from urllib3 import BaseHTTPResponse, HTTPHeaderDict
 from urllib3.connectionpool import HTTPConnectionPool
 
-from syncer import USER_AGENT
 from syncer.bounds import MAX_JSON_DEPTH
 from syncer.errors import NOTHING_READABLE, ClusterError
 from syncer.kinds import ALTERNATE_VERSIONS
@@ -127,11 +127,8 @@ class KubeClient:
         self._pool.close()
 
     def _headers(self, body: bytes | None, accept: str = "application/json") -> HTTPHeaderDict:
-        headers = HTTPHeaderDict({"Accept": accept, "User-Agent": USER_AGENT})
-        auth = self.conn.authorization()
-        if auth:
-            headers["Authorization"] = auth
-        for name, value in self.conn.identity_headers():  # a header per group: HTTPHeaderDict keeps each
+        headers = HTTPHeaderDict({"Accept": accept})
+        for name, value in self.conn.headers():  # HTTPHeaderDict keeps each of a repeated header
             headers.add(name, value)
         if body is not None:
             headers["Content-Type"] = "application/json"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from syncer import USER_AGENT
 from syncer.errors import ConfigError
 from syncer.kube.errors import NoCredentials
 
@@ -90,6 +91,16 @@ class Connection:
         if self.basic is not None:
             return "Basic " + base64.b64encode(f"{self.basic[0]}:{self.basic[1]}".encode()).decode()
         return None
+
+    def headers(self) -> list[tuple[str, str]]:
+        """The headers every request to this server carries, over HTTP/1.1 and HTTP/2 alike: the
+        User-Agent (found in the API server's audit log), the credentials and the impersonation
+        headers. The one place that builds them, so a header every request needs is added here once."""
+        headers = [("User-Agent", USER_AGENT)]
+        auth = self.authorization()
+        if auth:
+            headers.append(("Authorization", auth))
+        return headers + self.identity_headers()
 
     def rejected(self) -> None:
         """The API server answered 401: a token file is read again at the next request (the

@@ -65,8 +65,6 @@ class SidecarSettings:
     lease_renew: float = RENEW_INTERVAL
     holder: str = ""  # default: POD_NAME, else host name and pid
     config_file: Path | None = None
-    #: The helm binary that renders a Helm installation (``--helm``; "" is ``helm`` on PATH).
-    helm: str = ""
     #: How long start() waits for every watch's first answer (list + watch) before going on.
     startup_timeout: float = 30.0
     #: SIGTERM: how long the current pass may still run; the kubelet's default grace is 30 s
@@ -157,9 +155,9 @@ class Sidecar:
         self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
                                 on_error=lambda: self.metrics.error("watch"))
         self.override = ConfigOverride(settings.config_file, s.installation) if settings.config_file else None
-        self.caches = Caches(helm_binary=settings.helm)  # what this installation remembers across passes
+        self.caches = Caches()  # what this installation remembers across passes (syncer/cache.py)
         loaded = load_installation(ws.path, s.installation, self.override.current if self.override else None,
-                                   caches=self.caches, include=ws.include)
+                                   caches=self.caches, tools=s.tools, include=ws.include)
         self.namespace = loaded.config.namespace
         self.refs = tracked_refs(loaded, self.caches)
         self.store = (ConfigMapStore(api, self.namespace, s.installation, settings.state_configmap)

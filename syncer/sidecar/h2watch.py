@@ -6,7 +6,8 @@ connection; at thousands of objects that is thousands of both. Where the API ser
 HTTP/2 (every kube-apiserver does, by ALPN), ``Multiplexer`` carries the same requests as
 streams instead:
 
-* one thread, a selector over the connections (h2conn.py) and a wake-up socket;
+* one thread, a selector over the connections (``syncer.kube.http2``: TLS, credentials and
+  headers are the Kubernetes client's) and a wake-up socket;
 * each connection carries at most 90 % of the server's ``SETTINGS_MAX_CONCURRENT_STREAMS``
   (kube-apiserver from v1.29: 100 by default, so 90; v1.20: 250, so 225;
   ``--http2-max-streams-per-connection``) and never more than ``MAX_STREAMS``; a request that
@@ -34,7 +35,6 @@ import math
 import random
 import selectors
 import socket
-import ssl
 import threading
 import time
 from collections import deque
@@ -47,8 +47,8 @@ import h2.events
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
 from syncer.kube import MAX_BODY, ApiError, ClusterUnreachable, Gone, Kube, api_error
+from syncer.kube.http2 import Endpoint, H2Conn, connect
 from syncer.logs import event
-from syncer.sidecar.h2conn import Endpoint, H2Conn
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Flag, Retry, Retrying, WatchSettings, as_cluster_error
 from syncer.sidecar.watch import MAX_LINE, Target, decode_event, listed, watch_query, watched
@@ -141,14 +141,10 @@ class Multiplexer:
              on_error: Callable[[], None], max_streams: int = MAX_STREAMS,
              rand: Callable[[], float] = random.random) -> "tuple[Multiplexer | None, str]":
         """A multiplexer for ``api``, or ``None`` and why not (``""``: not asked to try again)."""
-        ep = Endpoint.of(api)
-        if ep is None:
+        opened = connect(api, max_streams)
+        if opened is None:
             return None, ""
-        try:
-            conn = H2Conn.open(ep, max_streams)
-        except (OSError, ssl.SSLError, ValueError) as exc:
-            raise ClusterUnreachable(f"cannot reach the API server at {ep.host}:{ep.port}: {exc}",
-                                     transient=True) from None
+        ep, conn = opened
         if isinstance(conn, str):
             return None, conn
         return cls(ep, conn, cache, settings, on_restart=on_restart, on_error=on_error, rand=rand,
@@ -277,11 +273,10 @@ class Multiplexer:
         now = time.monotonic()
         if now < self._no_connect_until:
             raise ClusterUnreachable(self._connect_error, transient=True)
-        opened: H2Conn | str
         try:
             opened = H2Conn.open(self.ep, self.max_streams)
-        except (OSError, ssl.SSLError) as exc:
-            opened = f"cannot reach the API server at {self.ep.host}:{self.ep.port}: {exc}"
+        except ClusterUnreachable as exc:
+            opened = str(exc)
         if isinstance(opened, str):
             self._no_connect_until = now + TICK  # the objects due meanwhile fail alike, without a try each
             self._connect_error = opened

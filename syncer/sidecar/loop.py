@@ -52,6 +52,7 @@ from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.passes import PassReport, PassRunner
 from syncer.sidecar.record import agreed
 from syncer.sidecar.schedule import Schedule, Timing, stable_deadline
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.sidecar.server import Health
 from syncer.writeback.deliver import DEFAULT_MODE, Loaded, Mode, Outcome, load_installation
 
@@ -82,6 +83,8 @@ class LoopSettings:
     #: Retry after a transient failure: 5 s, doubling, at most 5 minutes.
     retry_base: float = Timing.retry_base
     retry_cap: float = Timing.retry_cap
+    #: The programs the installation's source runs (``--kustomize``).
+    tools: Tools = DEFAULT_TOOLS
 
     @property
     def timing(self) -> Timing:
@@ -120,7 +123,7 @@ class Loop:
         self.schedule = Schedule(settings.timing, clock())
         self.runner = PassRunner(settings.installation, settings.mode, settings.reproduce, ws, cache,
                                  metrics=metrics, health=health, forge=forge, store=store, config=config,
-                                 caches=self.caches, probe=probe)
+                                 caches=self.caches, probe=probe, tools=settings.tools)
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
@@ -209,7 +212,8 @@ class Loop:
         loaded = out.loaded  # as detection loaded it, unless the pass wrote files
         if loaded is None:
             try:
-                loaded = load_installation(self.ws.path, self.settings.installation, self.config(), caches=self.caches)
+                loaded = load_installation(self.ws.path, self.settings.installation, self.config(), caches=self.caches,
+                                           tools=self.settings.tools)
             except ConfigError as exc:
                 event(log, logging.ERROR, "cannot load the installation after the pass", error=exc.message)
                 return

@@ -28,6 +28,7 @@ from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.schedule import Schedule
 from syncer.sidecar.server import Health
+from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.writeback.deliver import Mode, Outcome, deliver
 
 if TYPE_CHECKING:
@@ -63,12 +64,13 @@ class PassRunner:
     def __init__(self, installation: str, mode: Mode, reproduce: str, ws: Workspace, cache: LiveCache, *,
                  metrics: Metrics, health: Health, forge: "Forge | None" = None,
                  store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None,
-                 caches: Caches | None = None, probe: Callable[[], object] | None = None) -> None:
+                 caches: Caches | None = None, probe: Callable[[], object] | None = None,
+                 tools: Tools = DEFAULT_TOOLS) -> None:
         """``probe``: one cheap request to the API server, made at each pass without a state
         record (whose read is that request otherwise), raising ``CredentialsRejected`` on a 401:
         a revoked token is seen within one resync although the open watches, authenticated when
-        they began, go on streaming."""
-        self.installation, self.mode, self.reproduce = installation, mode, reproduce
+        they began, go on streaming; ``tools``: the programs the installation's source runs."""
+        self.installation, self.mode, self.reproduce, self.tools = installation, mode, reproduce, tools
         self.ws, self.cache = ws, cache
         self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
@@ -107,7 +109,8 @@ class PassRunner:
         mode = self.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
             out = deliver(mode, self.ws, self.installation, self.cache, now, self.reproduce, self.forge, self.store,
-                          config=config, observed_since=self.cache.observed_since(), caches=self.caches)
+                          config=config, observed_since=self.cache.observed_since(), caches=self.caches,
+                          tools=self.tools)
         except GitError:
             raise
         except SyncerError:

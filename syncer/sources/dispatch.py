@@ -18,14 +18,15 @@ from syncer.sources.helm import HelmSource
 from syncer.sources.kustomize import KustomizeSource
 from syncer.sources.manifests import host_dir
 from syncer.sources.plain import ManifestsSource
-from syncer.sources.source import Source, SourceType
+from syncer.sources.source import DEFAULT_TOOLS, Source, SourceType, Tools
 
 #: Every kind of source, in the order they claim a directory (the last claims any).
 SOURCES: tuple[SourceType, ...] = (HelmSource, KustomizeSource, ManifestsSource)
 
 
-def source_for(repo: Path, installation: str, config: Config) -> Source:
+def source_for(repo: Path, installation: str, config: Config, tools: Tools = DEFAULT_TOOLS) -> Source:
     """The source of ``hosts/<installation>/``, bound to it (``config``: its namespace and the
-    settings its loading needs); ConfigError for an unknown installation."""
+    settings its loading needs; ``tools``: the programs it runs); ConfigError for an unknown
+    installation."""
     host = host_dir(repo, installation)
-    return next(kind for kind in SOURCES if kind.claims(host))(repo, installation, config)
+    return next(kind for kind in SOURCES if kind.claims(host))(repo, installation, config, tools)

@@ -19,7 +19,7 @@ from syncer.config import Config
 from syncer.kinds import CLUSTER_SCOPED
 from syncer.model import Drift
 from syncer.sources.manifests import MAX_FILE_BYTES, GitObject, Manifests, load_manifests, manifest_files
-from syncer.sources.source import Planner, Verified
+from syncer.sources.source import DEFAULT_TOOLS, Planner, Tools, Verified
 
 #: A guess needs no exactness (see ``likely_lists``): lines found from a newline, with a C-speed scan.
 _KIND = re.compile(r"\nkind:[ \t]*[\"']?([A-Za-z][A-Za-z0-9]*)")
@@ -35,8 +35,8 @@ class ManifestsSource:
     new_file_note = ""
     declares = "manifests"
 
-    def __init__(self, repo: Path, installation: str, config: Config) -> None:
-        self.repo, self.installation, self.namespace = repo, installation, config.namespace
+    def __init__(self, repo: Path, installation: str, config: Config, tools: Tools = DEFAULT_TOOLS) -> None:
+        self.repo, self.installation, self.namespace = repo, installation, config.namespace  # runs no tool
 
     @staticmethod
     def claims(host: Path) -> bool:

@@ -92,13 +92,28 @@ class Source(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Tools:
+    """The programs a source runs, as the command line names them (``--kustomize``, ``--helm``): handed to
+    the source as a value, never read from the environment below the command line."""
+
+    #: Renders a kustomization: ``kubectl`` (``kubectl kustomize``) or ``kustomize`` (``kustomize
+    #: build``), a name on PATH or a path.
+    kustomize: str = "kubectl"
+    #: Renders a Helm chart (``helm template``): a name on PATH or a path.
+    helm: str = "helm"
+
+
+DEFAULT_TOOLS = Tools()
+
+
 class SourceType(Protocol):
     """A kind of source, as ``dispatch.SOURCES`` lists it: whether it claims an installation's
     directory, and the source bound to an installation it claims."""
 
     def claims(self, host: Path) -> bool: ...
 
-    def __call__(self, repo: Path, installation: str, config: Config) -> Source: ...
+    def __call__(self, repo: Path, installation: str, config: Config, tools: Tools = DEFAULT_TOOLS) -> Source: ...
 
 
 def proven(drifts: Sequence[Drift], plan: Planner, check: Check) -> Verified:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from syncer.detect import endpoints
 from syncer.writeback import untracked
 from syncer.cache import Caches
-from syncer.config import Config, UntrackedMode, load_config
+from syncer.config import BoundConfig, Config, UntrackedMode, load_config
 from syncer.gather.collect import BaseStore, detect_live
 from syncer.gather.helmrelease import capabilities_of
 from syncer.gather.trackcheck import check_kinds
@@ -35,7 +35,7 @@ from syncer.gather.history import GitHistory
 from syncer.gather.live import Lister, LiveSource
 from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import Manifests, host_dir
-from syncer.sources.source import Source
+from syncer.sources.source import DEFAULT_TOOLS, Source, Tools
 from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Reconciler, Result
 from syncer.gather.selection import Selection
 from syncer.writeback.placement import placed, proved
@@ -70,22 +70,23 @@ DEFAULT_MODE = Mode.PR
 
 @dataclass(frozen=True)
 class Loaded:
-    config: Config
+    config: BoundConfig  # bound to ``manifests`` (``Config.bound_to``), once
     manifests: Manifests
     git: Source  # what loaded ``manifests``: it places and verifies their edits
 
 
 def load_installation(repo: Path, installation: str, config: Config | None = None, *,
                       caches: Caches | None = None, only: Selection | None = None,
-                      include: Callable[[list[str]], None] | None = None) -> Loaded:
+                      tools: Tools = DEFAULT_TOOLS, include: Callable[[list[str]], None] | None = None) -> Loaded:
     """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf;
     ``caches``: what the installation's earlier loads remember (None: nothing); ``only``: the
-    objects ``-l``/``--object`` select (None: all); ``include`` checks out the paths outside the
-    installation its source reads (a sparse clone's)."""
+    objects ``-l``/``--object`` select (None: all); ``tools``: the programs its source runs
+    (``--kustomize``, ``--helm``); ``include`` checks out the paths outside the installation its
+    source reads (a sparse clone's)."""
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation, caches=caches)
-    git = source_for(repo, installation, config)
+    git = source_for(repo, installation, config, tools)
     caches = caches if caches is not None else Caches()
     if include is not None:
         include(git.checkout_paths(caches))
@@ -95,8 +96,8 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
         raise ConfigError(f"hosts/{installation}/ ({base}) declares no Kubernetes objects{skipped}: nothing to "
                           "compare; add its manifests, or pass the installation that has them")
     # bindings without a namespace go where git declares what they bind (not where -n points)
-    config = config.bound_to(endpoints.declared_services(manifests.objects, caches=caches))
-    return Loaded(config, only.apply(manifests, installation) if only is not None else manifests, git)
+    bound = config.bound_to(endpoints.declared_services(manifests.objects, caches=caches))
+    return Loaded(bound, only.apply(manifests, installation) if only is not None else manifests, git)
 
 
 def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
@@ -146,14 +147,14 @@ OnDetected = Callable[[Outcome], None] | None
 def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
             mode: Mode, config: ConfigArg = None, observed_since: SinceArg = None,
             ws: Workspace | None = None, caches: Caches | None = None, only: Selection | None = None,
-            ) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
+            tools: Tools = DEFAULT_TOOLS) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
     """Detect and plan; in syncer's own clone ``ws``, git's history may fetch the old versions
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
     caches = caches if caches is not None else Caches()
     if caches.helm_capabilities is None:  # read only if a Helm installation renders
         caches.helm_capabilities = capabilities_of(source)
-    loaded = load_installation(repo, installation, config, caches=caches, only=only,
+    loaded = load_installation(repo, installation, config, caches=caches, only=only, tools=tools,
                                include=ws.include if ws is not None else None)
     unchecked = check_kinds(loaded.config, {ref.kind for ref in loaded.manifests.objects}, source)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
@@ -239,11 +240,12 @@ def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Dr
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
             store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None,
-            ws: Workspace | None = None, caches: Caches | None = None, only: Selection | None = None) -> Outcome:
+            ws: Workspace | None = None, caches: Caches | None = None, only: Selection | None = None,
+            tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """What ``sync`` would do, computed on ``repo`` as it is (syncer's clone ``ws``, or a
     person's checkout); writes nothing."""
     loaded, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
-                                              observed_since, ws, caches, only)
+                                              observed_since, ws, caches, only, tools)
     out = Outcome(result, drifts, changes, loaded=loaded)
     if drifts:
         out.title, out.body, out.labels = (pr_title(installation, drifts),
@@ -255,7 +257,8 @@ def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, re
 def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datetime,
                 store: BaseStore | None = None, *, config: ConfigArg = None,
                 observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None,
-                sleep: Callable[[float], None] = time.sleep, only: Selection | None = None) -> Outcome:
+                sleep: Callable[[float], None] = time.sleep, only: Selection | None = None,
+                tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """Commit accepted drifts straight to the base branch, fast-forward only. A push that
     lost a race is fetched and redone after a jittered pause; a refused one is raised as it is."""
     caches = caches if caches is not None else Caches()
@@ -265,7 +268,7 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
             sleep(race_backoff(attempt))
         ws.sync_to_base()
         loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
-                                                  observed_since, ws, caches, only)
+                                                  observed_since, ws, caches, only, tools)
         out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
         held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
         if held:
@@ -300,7 +303,8 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
 
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
             forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
-            observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None) -> Outcome:
+            observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None,
+            tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
     caches = caches if caches is not None else Caches()
     from syncer.writeback.pullrequest import Proposal, reconcile_pull_request
@@ -308,7 +312,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
     branch = f"syncer/{installation}"
     base_sha = ws.sync_to_base()
     loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
-                                              observed_since, ws, caches)
+                                              observed_since, ws, caches, tools=tools)
     remote = ws.fetch_branch(branch)
     # With a state record, syncer's own commits are the ones it recorded pushing (an author
     # email anyone can write proves nothing); a record that never held one falls back to the
@@ -370,11 +374,12 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
 def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
                config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None,
-               on_detected: OnDetected = None, only: Selection | None = None) -> Outcome:
+               on_detected: OnDetected = None, only: Selection | None = None, tools: Tools = DEFAULT_TOOLS) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
     or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
     installation remembers between passes (the sidecar's, kept across them; None: nothing);
-    ``on_detected``: told what was found before the first write (never in a dry run).
+    ``on_detected``: told what was found before the first write (never in a dry run); ``tools``:
+    the programs the installation's source runs (``--kustomize``).
 
     ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
     taken as it is; a dry run in a clone first resets it to the remote base branch.
@@ -385,14 +390,14 @@ def deliver(mode: Mode, where: Workspace | Path, installation: str, source: Live
             ws.sync_to_base()
         checkout = where.path if isinstance(where, Workspace) else where
         return dry_run(checkout, installation, source, now, reproduce, store, config=config,
-                       observed_since=observed_since, ws=ws, caches=caches, only=only)
+                       observed_since=observed_since, ws=ws, caches=caches, only=only, tools=tools)
     if not isinstance(where, Workspace):
         raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
     if mode is Mode.COMMIT:
         return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since,
-                           caches=caches, on_detected=on_detected, only=only)
+                           caches=caches, on_detected=on_detected, only=only, tools=tools)
     if only is not None:  # the one PR speaks for the whole installation
         raise ConfigError(f"{only.describe()}: --mode pr keeps one pull request for the whole installation, which a "
                           "selection would shrink or close; use --mode commit or --mode dry-run")
     return sync_pr(where, installation, source, now, reproduce, forge, store, config=config,
-                   observed_since=observed_since, caches=caches, on_detected=on_detected)
+                   observed_since=observed_since, caches=caches, on_detected=on_detected, tools=tools)

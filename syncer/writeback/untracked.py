@@ -28,7 +28,8 @@ from typing import Any
 from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode
 from syncer.detect.secretpolicy import secret_fields
-from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN
+from syncer.errors import Unserved
+from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN, api_versions
 from syncer.kube import Refused
 from syncer.gather.live import Lister
 from syncer.writeback.livefile import clean as clean, render as render  # re-exported: the file of a proposal
@@ -43,11 +44,6 @@ NEVER_LISTED_KINDS = frozenset({"Event", "Lease", "EndpointSlice", "ReplicaSet",
                                 "Job"})
 #: Kinds listed by name only: their values are never kept, shown or written.
 NAMES_ONLY = NEVER_WRITTEN
-#: The apiVersion a kind is listed in when git declares none of it.
-_VERSIONS = {"ConfigMap": "v1", "Secret": "v1", "Service": "v1", "Endpoints": "v1", "ServiceAccount": "v1",
-             "Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "CronJob": "batch/v1beta1",
-             "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
-             "Ingress": "networking.k8s.io/v1", "PersistentVolumeClaim": "v1"}
 
 
 @dataclass(frozen=True)
@@ -172,7 +168,7 @@ def scope(config: Config, declared: Iterable[ObjectRef]) -> list[tuple[str, str,
     for kind in sorted(kinds - NEVER_LISTED_KINDS - CLUSTER_SCOPED):
         if config.track.get(kind) is Track.IGNORE:
             continue
-        version = versions.get(kind) or _VERSIONS.get(kind)
+        version = versions.get(kind) or next(iter(api_versions(kind)), None)  # kinds.KINDS: the newest
         if version is None:
             continue  # a kind neither git nor the table names a version for: nothing to list it in
         out.extend((version, kind, ns) for ns in sorted(namespaces))
@@ -217,7 +213,7 @@ def find(config: Config, declared: Iterable[ObjectRef], lister: Lister, caches: 
     drifts: list[Drift] = []
     listed: dict[tuple[str, str], list[JSON]] = {}
     for api_version, kind, namespace in scope(config, declared):
-        listed[(kind, namespace)] = lister.list_objects(api_version, kind, namespace)
+        listed[(kind, namespace)] = _listed(lister, api_version, kind, namespace)
     for (kind, namespace), objects in sorted(listed.items()):
         services = {str(_meta(s).get("name")): s for s in listed.get(("Service", namespace), [])}
         for obj in objects:
@@ -227,6 +223,20 @@ def find(config: Config, declared: Iterable[ObjectRef], lister: Lister, caches: 
                 continue
             drifts.append(_drift(config, kind, namespace, obj, mode, caches))
     return sorted(drifts, key=lambda d: (d.ref.kind, d.ref.namespace, d.ref.name))
+
+
+def _listed(lister: Lister, api_version: str, kind: str, namespace: str) -> list[JSON]:
+    """The objects of ``kind`` in ``namespace``, listed in ``api_version``; where the server does
+    not serve that one, in the first other version of the kind it serves (``kinds.KINDS``: each
+    release serves a kind in some of them only, batch/v1 CronJobs from Kubernetes 1.21,
+    batch/v1beta1 ones until 1.24). Served in none: the last one's ``Unserved``."""
+    versions = (api_version, *(v for v in api_versions(kind) if v != api_version))
+    for version in versions[:-1]:
+        try:
+            return lister.list_objects(version, kind, namespace)
+        except Unserved:
+            continue
+    return lister.list_objects(versions[-1], kind, namespace)
 
 
 def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: UntrackedMode, caches: Caches | None) -> Drift:

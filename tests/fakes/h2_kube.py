@@ -10,7 +10,8 @@ Like kube-apiserver it speaks HTTP/2 only by ALPN and advertises
 ``SETTINGS_MAX_CONCURRENT_STREAMS`` (100 by default); a client that opens more streams than that
 on a connection gets its connection closed with a protocol error, as h2 servers do, and the
 count is recorded (``refused``). Observation: ``connections`` (accepted), ``peak_streams``
-(the most streams open at once on any connection), ``requests`` (paths).
+(the most streams open at once on any connection), ``requests`` (paths), ``agents`` (the
+User-Agents seen).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class FakeKubeH2:
         self.peak_streams = 0
         self.refused = 0
         self.requests: list[str] = []
+        self.agents: set[str] = set()
         self._stopping = False
         self._sock = socket.create_server(("127.0.0.1", 0))
         self._sock.settimeout(0.1)
@@ -208,6 +210,7 @@ class FakeKubeH2:
         path = str(headers.get(":path", ""))
         with self._lock:
             self.requests.append(path)
+            self.agents.add(str(headers.get("user-agent", "")))
         parts = urlsplit(path)
         q = {k: v[0] for k, v in parse_qs(parts.query).items()}
         if headers.get("authorization") != f"Bearer {self.token}":

@@ -27,7 +27,7 @@ from syncer.sources.helm.layout import FLUX_GROUP, Release, chart_release, flux_
 from syncer.sources.helm.render import binary
 from syncer.sources.helm.sourcemap import HelmMap, Renderer
 from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, load_manifests, object_ref
-from syncer.sources.source import Planner, Verified, proven
+from syncer.sources.source import DEFAULT_TOOLS, Planner, Tools, Verified, proven
 
 __all__ = ["HelmSource"]
 
@@ -78,8 +78,9 @@ class HelmSource:
     new_file_note = "a chart renders only its templates (add the object to the chart)"
     declares = "objects helm renders"
 
-    def __init__(self, repo: Path, installation: str, config: Config) -> None:
+    def __init__(self, repo: Path, installation: str, config: Config, tools: Tools = DEFAULT_TOOLS) -> None:
         self.repo, self.installation, self.namespace = repo, installation, config.namespace
+        self.helm = tools.helm
         self.release = config.release
         self._map: HelmMap | None = None  # the last load's
 
@@ -98,10 +99,10 @@ class HelmSource:
     def load(self, caches: Caches) -> Manifests:
         """The objects the releases render (plus, for HelmReleases, the directory's own
         manifests), kept in ``caches`` while no file of the trees changes; the helm binary is
-        ``Caches.helm_binary``, the cluster's capabilities ``Caches.helm_capabilities``."""
+        ``tools.helm``, the cluster's capabilities ``Caches.helm_capabilities``."""
         repo, installation, namespace = self.repo, self.installation, self.namespace
         host = host_dir(repo, installation).resolve()
-        helm = binary(caches.helm_binary)
+        helm = binary(self.helm)
         kube_version, api_versions = caches.helm_capabilities() if caches.helm_capabilities is not None else ("", ())
         renderer = Renderer(helm, kube_version, api_versions)
         chart = is_chart(host)

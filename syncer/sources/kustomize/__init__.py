@@ -25,7 +25,7 @@ from syncer.sources.kustomize.layers import Layer, find_root, holds_kustomizatio
 from syncer.sources.kustomize.offline import refuse_remote
 from syncer.sources.kustomize.sourcemap import KustomizeMap, Origin
 from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, object_ref
-from syncer.sources.source import Planner, Verified, proven
+from syncer.sources.source import DEFAULT_TOOLS, Planner, Tools, Verified, proven
 
 __all__ = ["KustomizeSource"]
 
@@ -42,8 +42,9 @@ class KustomizeSource:
     new_file_note = "kustomize renders only what the kustomization lists (add it there)"
     declares = "objects kustomize renders"
 
-    def __init__(self, repo: Path, installation: str, config: Config) -> None:
+    def __init__(self, repo: Path, installation: str, config: Config, tools: Tools = DEFAULT_TOOLS) -> None:
         self.repo, self.installation, self.namespace = repo, installation, config.namespace
+        self.tool = tools.kustomize
         self._map: KustomizeMap | None = None  # the last load's
         self._tree: bytes | None = None  # its tree's stamp, when trusted (not racy)
 
@@ -56,10 +57,10 @@ class KustomizeSource:
         kustomization that cannot be rendered (offline) is one ConfigError for the installation."""
         base = host_dir(self.repo, self.installation)
         stamp, racy = _stamp(base)
-        key = ("kustomize", str(base.absolute()), self.namespace, " ".join(render.binary()))
+        key = ("kustomize", str(base.absolute()), self.namespace, " ".join(render.binary(self.tool)))
         last: Render | None = caches.renders.get_fresh(key, lambda made: made[0] == stamp)
         if last is None:
-            manifests, source_map = _load(self.repo, self.installation, base, self.namespace)
+            manifests, source_map = _load(self.repo, self.installation, base, self.namespace, self.tool)
             last = (stamp, manifests, source_map)
             if not racy:
                 caches.renders.put(key, last)
@@ -128,7 +129,8 @@ def _with_metadata(root: Layer, host: Path, repo: Path) -> tuple[dict[str, str],
     return {root.file.relative_to(host).as_posix(): text + "buildMetadata: [originAnnotations, transformerAnnotations]\n"}, True
 
 
-def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> tuple[Manifests, KustomizeMap]:
+def _load(repo: Path, installation: str, host: Path, default_namespace: str,
+          tool: str) -> tuple[Manifests, KustomizeMap]:
     shown = f"hosts/{installation}"
     host = host.resolve()
     base = find_root(host, repo)
@@ -141,7 +143,7 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
     helm = any(layer.data.get("helmCharts") for layer in walk(root))
     texts, ours = _with_metadata(root, host, repo)
     inside = base.relative_to(host).as_posix() if base != host else ""
-    docs = render.render(host, shown if not inside else f"{shown}/{inside}", texts, helm, inside)
+    docs = render.render(host, shown if not inside else f"{shown}/{inside}", tool, texts, helm, inside)
     objects: dict[ObjectRef, GitObject] = {}
     origins: dict[ObjectRef, Origin] = {}
     for i, doc in enumerate(docs):
@@ -154,7 +156,7 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
         found = origins[ref].file or origins[ref].generator or root.file
         file = found.relative_to(repo.resolve()).as_posix() if found.is_relative_to(repo.resolve()) else shown
         objects[ref] = GitObject(ref, file, i, (), doc)
-    source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm)
+    source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm, tool)
     source_map.objects = objects
     return Manifests(objects, ()), source_map
 

@@ -1,8 +1,8 @@
 """Running the real kustomize on a scratch copy of ``hosts/<installation>/``.
 
-The binary is ``kubectl`` (``kubectl kustomize DIR``: kubectl embeds kustomize) unless env
-``SYNCER_KUSTOMIZE`` (or ``--kustomize``) names another; a name containing ``kustomize`` is
-run as ``kustomize build DIR``. Every render works on a copy of the installation's directory
+The binary is the one ``--kustomize`` names (``sources.source.Tools``; env twin
+``SYNCER_KUSTOMIZE``): ``kubectl`` (``kubectl kustomize DIR``: kubectl embeds kustomize) by
+default; a name containing ``kustomize`` is run as ``kustomize build DIR``. Every render works on a copy of the installation's directory
 (symlinks left out, nothing outside it reachable), so the user's files are never touched:
 the copy may get ``buildMetadata`` added (origins of each resource) or the edits to verify.
 Rendering is offline: remote references are refused before kustomize runs (``offline``),
@@ -25,7 +25,6 @@ from typing import Any
 from syncer.errors import ConfigError
 from syncer.yamlread import parse_documents
 
-BINARY_ENV = "SYNCER_KUSTOMIZE"
 #: kustomize's error (several lines) is shown as one line of at most this many characters.
 MAX_MESSAGE = 400
 #: One render of a small installation takes ~0.1 s on an idle machine; a render past this is
@@ -39,12 +38,13 @@ RUNS = [0]
 _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=|\.git(?://|$)")
 
 
-def binary() -> list[str]:
-    """The command that renders a directory (its last argument follows)."""
-    chosen = os.environ.get(BINARY_ENV, "").strip() or "kubectl"
+def binary(tool: str) -> list[str]:
+    """The command that renders a directory with ``tool`` (its last argument follows)."""
+    chosen = tool.strip() or "kubectl"
     found = shutil.which(chosen)
     if found is None:
-        raise ConfigError(f"kustomize: {chosen!r} not found (set {BINARY_ENV} or --kustomize to kubectl or kustomize)")
+        raise ConfigError(f"kustomize: {chosen!r} not found (set SYNCER_KUSTOMIZE or --kustomize to kubectl or "
+                          "kustomize)")
     return [found, "build"] if "kustomize" in Path(found).name else [found, "kustomize"]
 
 
@@ -91,12 +91,12 @@ def _copy(src: Path, dst: Path, texts: Mapping[str, str]) -> None:
             fh.write(text)
 
 
-def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
+def render(directory: Path, shown: str, tool: str, texts: Mapping[str, str] | None = None,
            helm: bool = False, inside: str = "") -> list[Any]:
-    """The documents kustomize renders from a copy of ``directory`` (its subdirectory
-    ``inside``, when given) with ``texts`` written over the copy (path relative to
+    """The documents kustomize (``tool``: ``binary``) renders from a copy of ``directory`` (its
+    subdirectory ``inside``, when given) with ``texts`` written over the copy (path relative to
     ``directory`` -> text); ConfigError with kustomize's error in one line."""
-    cmd = binary()
+    cmd = binary(tool)
     RUNS[0] += 1
     with tempfile.TemporaryDirectory(prefix="syncer-kustomize-") as scratch:
         root = Path(scratch) / directory.name

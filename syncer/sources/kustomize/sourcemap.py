@@ -63,8 +63,9 @@ class KustomizeMap:
     """Where the fields of one render come from, and its check of an edit (``KustomizeSource``)."""
 
     def __init__(self, repo: FsPath, installation: str, host: FsPath, root: Layer, origins: dict[ObjectRef, Origin],
-                 default_namespace: str, helm: bool) -> None:
+                 default_namespace: str, helm: bool, tool: str) -> None:
         self.repo, self.installation, self.root = repo.resolve(), installation, root
+        self.tool = tool  # the binary that rendered it, and renders each check
         self.host = host  # hosts/<installation>/, resolved: what is copied, read and written
         self.origins, self.default_namespace, self.helm = origins, default_namespace, helm
         self._docs: dict[FsPath, list[Any]] = {}  # the files of this render's tree, parsed as traced
@@ -373,7 +374,7 @@ class KustomizeMap:
         prefix = self.shown(self.host) + "/"
         edited = {file.removeprefix(prefix): text for file, text in texts.items()}
         return check_render(self.host, self.shown(self.root.dir), inside, edited, drifts, self.default_namespace,
-                            self.helm, before)
+                            self.helm, before, self.tool)
 
 
 __all__ = ["KustomizeMap", "Origin"]

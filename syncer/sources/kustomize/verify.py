@@ -82,13 +82,14 @@ def _side_effects(before: dict[ObjectRef, dict[str, Any]], after: dict[Key, dict
 
 
 def check_render(host: FsPath, shown_root: str, inside: str, texts: Mapping[str, str], drifts: Sequence[Drift],
-                 default_namespace: str, helm: bool, before: dict[ObjectRef, dict[str, Any]]) -> list[str | None]:
+                 default_namespace: str, helm: bool, before: dict[ObjectRef, dict[str, Any]],
+                 tool: str) -> list[str | None]:
     """For each of ``drifts``, in order, why the copy of ``host`` with ``texts`` (path relative
     to ``host`` -> text) does not render it as its live value, or None; the kustomization
     rendered is ``inside`` ``host``. An edit that changes anything else of the render than the
     drifted values (``before``: the render without the edits) fails every drift checked."""
     try:
-        docs = render.render(host, shown_root, texts, helm, inside)
+        docs = render.render(host, shown_root, tool, texts, helm, inside)
     except ConfigError as exc:
         return [f"not written: the edited kustomization does not build: {exc.message}"] * len(drifts)
     found = _index(docs, default_namespace)

@@ -1,10 +1,13 @@
 """One HTTP/2 connection to the API server, carrying many requests at once (sans-IO ``h2``).
 
-The multiplexer (h2watch.py) owns a few of these and drives them from one thread with a
-selector: ``H2Conn`` opens the TLS connection (the kubeconfig's CA and client certificate, via
-``syncer.kube.config.ssl_context``; TCP keepalive as every connection of syncer/kube/), insists on
-``h2`` by ALPN (``H2Conn.open`` says why not otherwise: the caller keeps a thread per watch), waits for the
-server's SETTINGS so it knows how many streams it may open, and then:
+The HTTP/1.1 transport's twin: the same ``Connection`` (its TLS context, its credentials and
+every request's headers: ``Connection.headers``), the same client timeouts and socket options
+(``transport.socket_options``), failures as the same errors (``kube.errors``). The sidecar's
+multiplexer (sidecar/h2watch.py) owns a few of these and drives them from one thread with a
+selector: ``connect`` opens the first (``None`` when the client is not the real one over https),
+``H2Conn.open`` the others; each insists on ``h2`` by ALPN (and says why not otherwise: the
+caller keeps a thread per watch), waits for the server's SETTINGS so it knows how many streams
+it may open, and then:
 
 * ``request``   queues one GET (headers only) on a new stream, and returns its id; ``flush``
                 sends what is queued, in one write;
@@ -37,11 +40,12 @@ import h2.errors
 import h2.events
 import h2.exceptions
 
-from syncer.kube import (DEFAULT_TIMEOUTS, KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, USER_AGENT, Connection,
-                         Kube, KubeClient)
-from syncer.kube.config import ssl_context
+from syncer.kube.client import Kube, KubeClient
+from syncer.kube.config import Connection, ssl_context
+from syncer.kube.errors import ClusterUnreachable
+from syncer.kube.transport import DEFAULT_TIMEOUTS, socket_options
 
-__all__ = ["Endpoint", "H2Conn", "WRITE_TIMEOUT"]
+__all__ = ["Endpoint", "H2Conn", "WRITE_TIMEOUT", "connect"]
 
 #: A write (a request's headers, a window update) that the kernel does not take within this
 #: long means the connection is stuck.
@@ -94,23 +98,12 @@ class Endpoint:
         return ctx[1]
 
     def headers(self, path: str) -> list[tuple[bytes, bytes]]:
+        """A GET's pseudo-headers, then the headers every request carries (``Connection.headers``),
+        lowercase as HTTP/2 wants them."""
         headers = [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", self.authority.encode()),
-                   (b":path", (self.prefix + path).encode()), (b"accept", b"application/json"),
-                   (b"user-agent", USER_AGENT.encode())]
-        auth = self.conn.authorization()
-        if auth:
-            headers.append((b"authorization", auth.encode()))
-        headers += [(name.lower().encode(), value.encode()) for name, value in self.conn.identity_headers()]
+                   (b":path", (self.prefix + path).encode()), (b"accept", b"application/json")]
+        headers += [(name.lower().encode(), value.encode()) for name, value in self.conn.headers()]
         return headers
-
-
-def _keepalive(sock: socket.socket) -> None:
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    for name, value in (("TCP_KEEPIDLE", KEEPALIVE_IDLE), ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
-                        ("TCP_KEEPCNT", KEEPALIVE_COUNT)):
-        if hasattr(socket, name):
-            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
 
 
 def _wait(sock: ssl.SSLSocket, write: bool, deadline: float, ep: "Endpoint") -> None:
@@ -124,7 +117,8 @@ def _tls(ep: "Endpoint", deadline: float) -> ssl.SSLSocket:
     """A TLS connection to ``ep``, handshake done by ``deadline`` (non-blocking from then on)."""
     raw = socket.create_connection((ep.host, ep.port), timeout=ep.connect_timeout)
     try:
-        _keepalive(raw)
+        for option in socket_options():
+            raw.setsockopt(*option)
         sock = ep.tls().wrap_socket(raw, server_hostname=ep.server_hostname or ep.host, do_handshake_on_connect=False)
     except BaseException:
         raw.close()
@@ -152,7 +146,15 @@ class H2Conn:
         """A connection, or why the server will not speak HTTP/2 (it chose another protocol by
         ALPN: the caller keeps a connection and thread per watch). Connect, TLS handshake and the
         server's SETTINGS take ``connect`` seconds at most in all, however slowly a server
-        trickles its bytes."""
+        trickles its bytes; a failure is ``ClusterUnreachable`` (transient)."""
+        try:
+            return cls._open(ep, max_streams)
+        except (OSError, ssl.SSLError, ValueError) as exc:
+            raise ClusterUnreachable(f"cannot reach the API server at {ep.host}:{ep.port}: {exc}",
+                                     transient=True) from None
+
+    @classmethod
+    def _open(cls, ep: Endpoint, max_streams: int) -> "H2Conn | str":
         deadline = time.monotonic() + ep.connect_timeout
         sock = _tls(ep, deadline)
         chosen = sock.selected_alpn_protocol()
@@ -279,3 +281,10 @@ class H2Conn:
             self.sock.close()
         except OSError:
             pass
+
+
+def connect(api: Kube, max_streams: int) -> tuple[Endpoint, H2Conn | str] | None:
+    """The first HTTP/2 connection to ``api``'s server (or why it will not speak HTTP/2), with the
+    endpoint further ones are opened to; ``None`` unless ``api`` is the real client over https."""
+    ep = Endpoint.of(api)
+    return None if ep is None else (ep, H2Conn.open(ep, max_streams))
