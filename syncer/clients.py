@@ -52,8 +52,10 @@ def live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
 
 
 def tools(args: argparse.Namespace) -> Tools:
-    """The programs sources run, from ``--kustomize`` (its env twin ``SYNCER_KUSTOMIZE``)."""
-    return Tools(kustomize=getattr(args, "kustomize", None) or DEFAULT_TOOLS.kustomize)
+    """The programs sources run, from ``--kustomize`` and ``--helm`` (env twins ``SYNCER_KUSTOMIZE``,
+    ``SYNCER_HELM``)."""
+    return Tools(kustomize=getattr(args, "kustomize", None) or DEFAULT_TOOLS.kustomize,
+                 helm=getattr(args, "helm", None) or DEFAULT_TOOLS.helm)
 
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:

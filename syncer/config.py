@@ -46,7 +46,7 @@ LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers",
-             "untracked", "optional"}
+             "untracked", "optional", "release"}
 _CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
 _IGNORE_KEYS = {"kind", "name", "namespace", "pointers", "labels", "annotations"}
 _UNTRACKED_KEYS = {"mode", "kinds"}
@@ -147,6 +147,8 @@ class Config:
     #: Reported kinds syncer may be refused (403) without that costing "in sync": such an
     #: object is one warning, not an error (any other object that cannot be read is one).
     optional: frozenset[str] = frozenset()
+    #: A chart directory's Helm release name (``release:``); None: the installation's name.
+    release: str | None = None
 
     def track_for(self, kind: str) -> Track:
         if kind in NEVER_WRITTEN:
@@ -292,8 +294,9 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
         appliers = tuple(items)
     untracked = _untracked(raw.get("untracked"), f"{source}: untracked")
     optional = _optional(raw.get("optional"), track, f"{source}: optional")
+    release = _release(raw.get("release"), f"{source}: release")
     return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source,
-                  appliers, untracked, optional)
+                  appliers, untracked, optional, release)
 
 
 def _optional(raw: Any, track: dict[str, Track], where: str) -> frozenset[str]:
@@ -307,6 +310,18 @@ def _optional(raw: Any, track: dict[str, Track], where: str) -> frozenset[str]:
             raise ConfigError(f"{where}[{i}]: {kind} is tracked {track[kind].value}: a kind syncer writes back "
                               "cannot be optional (it must be readable to be kept in sync)")
     return frozenset(kinds)
+
+_RELEASE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _release(raw: Any, where: str) -> str | None:
+    """A Helm release name as helm accepts it (lower-case DNS name, at most 53 characters)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw or len(raw) > 53 or not _RELEASE.match(raw):
+        raise ConfigError(f"{where}: expected a Helm release name (lower-case letters, digits, '-' and '.', "
+                          f"at most 53 characters), got {excerpt(raw)}")
+    return raw
 
 
 def _selector(raw: Any, where: str) -> Selector:

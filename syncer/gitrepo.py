@@ -202,6 +202,13 @@ class Workspace:
             ws.git("sparse-checkout", "disable", network=True)
         return ws
 
+    def include(self, paths: list[str]) -> None:
+        """Check out ``paths`` too when the clone is sparse (a chart a HelmRelease names outside
+        ``hosts/<installation>/``); nothing when they are there already."""
+        missing = [p for p in paths if not (self.path / p).exists()]
+        if missing and self.git("config", "--bool", "--default", "false", "core.sparseCheckout") == "true":
+            self.git("sparse-checkout", "add", "--", *missing, network=True)  # fetches those blobs
+
     def sync_to_base(self) -> str:
         """Fetch and hard-reset to the remote base branch; drops anything left by an aborted run."""
         self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:refs/remotes/origin/{self.base}",

@@ -117,11 +117,31 @@ class Edit:
     #: Set for a rendered object's field (``syncer.sources.kustomize``): ``path`` is then the full path
     #: inside document ``doc`` of the drift's file, which is not the object's own file.
     doc: int | None = None
+    #: The path is a Helm values key (``syncer.helm``): ``{{ }}`` in the file is text of values
+    #: (a value fed to ``tpl``, a comment), not a template of the file, so it does not stop the edit.
+    values: bool = False
+    #: Set when the value at ``path`` is YAML text (a values document in a ConfigMap's block
+    #: scalar): the edit sets ``inner`` inside that text to ``value``, keeping the text's format.
+    inner: Path = ()
 
 
 #: ``Edit.doc`` of a line of a file that is not YAML (a generator's env file): ``path`` is then
 #: ``(line index,)`` and ``value`` the line's new text.
 LINE = -1
+
+
+@dataclass(frozen=True)
+class Reconciler:
+    """A forward GitOps controller that puts an object back as its own git declares it (Argo CD,
+    Flux), as the live object shows it (labels, annotations, field managers): it will revert a
+    live value syncer copies into git unless syncer's change reaches the controller's git first."""
+
+    tool: str  # "Flux Kustomization", "Flux HelmRelease", "Argo CD Application", or the controller alone
+    name: str = ""
+    namespace: str = ""
+    every: str = ""  # its reconcile interval when its object could be read ("": unknown)
+    self_heal: bool | None = None  # Argo CD: automated sync with self-heal (None: unknown)
+    suspended: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +162,7 @@ class Drift:
     reason: str = ""  # why this action (e.g. "held 3m of 10m", "Secret: never written")
     edits: tuple[Edit, ...] = ()  # what write-back changes in the file for this drift
     service: str = ""  # Endpoints family: the Service whose address set was judged (see syncer.detect.endpoints)
+    reconciler: Reconciler | None = None  # the GitOps controller that will put the live value back
     base: str = ""  # the base that decided the direction (syncer.detect.bases: last-applied, ownership, ...)
     base_why: str = ""  # what that base showed, in one line
     base_note: str = ""  # a base that was set aside, and why (a tainted last-applied annotation)
@@ -178,7 +199,13 @@ class Drift:
             "detail": self.detail,
             "reason": self.reason,
             **({"service": self.service} if self.service else {}),
+            **({"reconciled_by": _reconciled(self.reconciler)} if self.reconciler is not None else {}),
         }
+
+
+def _reconciled(r: Reconciler) -> dict[str, Any]:
+    return {"tool": r.tool, "name": r.name or None, "namespace": r.namespace or None, "interval": r.every or None,
+            "self_heal": r.self_heal, "suspended": r.suspended}
 
 
 @dataclass(frozen=True)

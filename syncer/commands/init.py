@@ -17,12 +17,13 @@ from syncer.cache import Caches
 from syncer.config import Config
 from syncer.kinds import api_versions
 from syncer.sources.dispatch import source_for
+from syncer.sources.skipped import CHART_FILE
 from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.collect import live_reads
 from syncer.grants import chart_values
 from syncer.kube import context_namespace
 from syncer.kube.lists import named_items
-from syncer.gather.live import KubeSource, LiveSource, SnapshotSource
+from syncer.gather.live import KubeSource, Lister, LiveSource, SnapshotSource
 from syncer.sources.manifests import default_installation, host_dir, parse_documents
 from syncer.model import JSON, ObjectRef
 from syncer.writeback.deliver import load_installation
@@ -50,6 +51,49 @@ def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list
     return [], "the API server serves no discovery.k8s.io EndpointSlices"
 
 
+#: The annotations Helm puts on every object it installs.
+_RELEASE_NAME, _RELEASE_NAMESPACE = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
+#: The kinds looked at in the cluster for the release a chart directory is installed as.
+_RELEASE_KINDS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"), ("v1", "ConfigMap"),
+                  ("v1", "Service"), ("v1", "ServiceAccount"))
+
+
+def _chart_release(args: argparse.Namespace, installation: str, context: tuple[str, str] | None
+                   ) -> tuple[tuple[str, str], tuple[str, str]]:
+    """((release, why), (namespace, why)) of a chart directory: the one Helm release the live
+    objects name (a snapshot, else the objects of the namespace ``-n`` or the context names),
+    else the installation's name; its namespace unless ``-n`` names one."""
+    where = args.namespace or (context[0] if context else "default")
+    objects: list[dict[str, Any]] = []
+    if args.live_file:
+        objects = list(SnapshotSource([Path(f) for f in args.live_file], "").objects.values())
+    elif not args.git_only:
+        source = clients.live_source(args, where)
+        if isinstance(source, Lister):
+            for api_version, kind in _RELEASE_KINDS:
+                try:
+                    objects += source.list_objects(api_version, kind, where)
+                except ClusterError:
+                    continue
+    named = {(str(n.get(_RELEASE_NAME)), str(n.get(_RELEASE_NAMESPACE) or "")) for o in objects
+             if isinstance(n := (o.get("metadata") or {}).get("annotations") or {}, dict) and n.get(_RELEASE_NAME)}
+    if len(named) == 1:
+        (name, ns), = named
+        release = (name, f"release {name}: the one Helm release the live objects name ({_RELEASE_NAME})")
+    else:
+        name, ns = installation, ""
+        several = f"; they name several: {', '.join(sorted(n for n, _ in named))}" if named else ""
+        release = (name, f"release {name}: the installation's name, as Argo CD names an application's release "
+                         f"(no single Helm release among the live objects{several})")
+    if args.namespace:
+        return release, (args.namespace, f"namespace {args.namespace}: given with -n")
+    if ns:
+        return release, (ns, f"namespace {ns}: where Helm release {name} is installed ({_RELEASE_NAMESPACE})")
+    if context is not None:
+        return release, (context[0], f"namespace {context[0]}: {context[1]}, as helm install would use")
+    return release, ("default", "namespace default: helm's default (no -n, no kubeconfig context)")
+
+
 def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     """``syncer init``: infer the config, say why, write it (never over an existing one without --force)."""
     repo = checkout(args)
@@ -64,15 +108,22 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
 
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
-    # What the source declares (a render's namespaces and kinds, not its files).
+    # What the source declares (a render's namespaces and kinds, not its files). A chart
+    # directory: the release and namespace Helm installed it as (its templates name the
+    # namespace they are rendered for, so they cannot tell it).
     caches = Caches()
-    declared = source_for(repo, installation, Config(installation, namespace=""), clients.tools(args)).load(caches)
-    ns_answer = infer_namespace(declared.objects, args.namespace,
-                                SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
-                                None if args.namespace else context_namespace(args.kubeconfig, args.context,
-                                                                               read_yaml=parse_documents))
-    declaring = source_for(repo, installation, Config(installation, namespace=ns_answer[0]), clients.tools(args))
-    if not args.namespace:
+    context = None if args.namespace else context_namespace(args.kubeconfig, args.context, read_yaml=parse_documents)
+    release: tuple[str, str] | None = None
+    if (host / CHART_FILE).is_file():
+        release, ns_answer = _chart_release(args, installation, context)
+    else:
+        declared = source_for(repo, installation, Config(installation, namespace=""), clients.tools(args)).load(caches)
+        ns_answer = infer_namespace(declared.objects, args.namespace,
+                                    SnapshotSource([Path(f) for f in args.live_file], "").objects
+                                    if args.live_file else (), context)
+    declaring = source_for(repo, installation, Config(installation, namespace=ns_answer[0],
+                                                      release=release[0] if release else None), clients.tools(args))
+    if not args.namespace and release is None:
         ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", f" {declaring.declares}"))
     namespace = ns_answer[0]
     manifests = declaring.load(caches)
@@ -99,6 +150,9 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
                 live[ObjectRef(str(obj.get("apiVersion")), "EndpointSlice", ref.namespace, str(meta.get("name")))] = obj
 
     inference = infer(installation, git, live, ns_answer)
+    if release is not None:
+        inference.release = release[0]
+        inference.reasons.insert(1, release[1])
     command = shlex.join(["syncer", "init", installation] + (["--git-only"] if args.git_only else []))
     text = render(inference, command)
     parse_config(text, f"hosts/{installation}/{CONFIG_NAME}", installation)  # what we write must load

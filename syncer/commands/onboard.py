@@ -54,6 +54,8 @@ class Inference:
     candidates: list[Binding] = field(default_factory=list)
     #: One line per decision, in the order they were made: what was chosen and why.
     reasons: list[str] = field(default_factory=list)
+    #: A chart directory's Helm release name (``release:``); None: not a chart directory.
+    release: str | None = None
 
 
 def _host(token: str) -> str:
@@ -249,6 +251,9 @@ def render(inf: Inference, command: str) -> str:
         f"installation: {_scalar(inf.installation)}",
         f"namespace: {_scalar(inf.namespace)}",
     ]
+    if inf.release is not None:
+        lines.append(f"release: {_scalar(inf.release)}" + " " * max(1, 21 - len(_scalar(inf.release)))
+                     + "# the Helm release this chart directory is installed as")
     if inf.track:
         lines.append("track:                        # per kind: writeback | stable | report | ignore (unlisted: report)")
         lines += [f"  {_scalar(kind)}: {mode}" for kind, mode in inf.track.items()]

@@ -33,6 +33,8 @@ from syncer.detect.ownership import Owner
 PROPOSAL = "proposal"
 RECORD = "record"
 LAST_APPLIED = "last-applied"
+#: what the tool that renders the object last applied (a Helm release's deployed manifest)
+RELEASED = "helm-release"
 OWNERSHIP = "ownership"
 GIT_HISTORY = "git-history"
 NONE = "none"

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from syncer.detect import bases, classify, endpoints, ownership, provenance
+from syncer.detect import bases, classify, endpoints, gitops, ownership, provenance
 from syncer.detect.binding import Binding, Reads, address_drift, nothing_to_pick
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
@@ -55,6 +55,9 @@ def _evidence(obj: GitObject, live: JSON, appliers: frozenset[str], inputs: Inpu
                      if inputs.reusable else ownership.trusted_last_applied(live, appliers))
     if applied is not None:
         snapshots.append((bases.LAST_APPLIED, applied))
+    released = inputs.released.get(obj.ref)
+    if released is not None:
+        snapshots.append((bases.RELEASED, released))
     record = record_of(inputs, obj.ref)
     if record is not None and record.base is not None:
         snapshots.append((bases.RECORD, record.base))
@@ -412,6 +415,9 @@ class Detection:
         ref, obj, _ = self.tracked.items[i]
         try:
             found = _drifts(compared, self.config, self.now, *verdicts, self.caches)
+            controller = gitops.reconciler(compared.live) if found else None
+            if controller is not None:
+                found = [replace(d, reconciler=controller) for d in found]
         except (ClusterError, ConfigError) as exc:
             self._cost(ref, obj.file, exc, out)
             return

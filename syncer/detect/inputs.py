@@ -60,6 +60,8 @@ class Inputs:
     #: what the manifests alone say (order, Endpoints family, found in sync), as gather derived
     #: it to choose the records to read; None: detection derives it (inputs built by hand)
     tracking: Tracking | None = None
+    #: rendered objects as their tool last applied them (a Helm release's deployed manifest)
+    released: Mapping[ObjectRef, JSON] = field(default_factory=dict)
 
 
 def live_object(live: Mapping[ObjectRef, LiveRead], ref: ObjectRef) -> JSON | None:

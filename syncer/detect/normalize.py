@@ -49,6 +49,10 @@ SERVER_LABELS = frozenset(
         "kubernetes.io/metadata.name", "pod-template-hash", "controller-revision-hash",
         "statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index", "controller-uid", "job-name",
         "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name",
+        # stamped by the GitOps controller that applied the object (Flux's origin labels, Argo CD's
+        # label tracking): what the cluster shows of who reconciles it (syncer.detect.gitops)
+        "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace",
+        "helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace", "argocd.argoproj.io/instance",
     }
 )
 

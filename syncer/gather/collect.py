@@ -19,6 +19,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
+from syncer.gather.helmrelease import release_bases
 from syncer.detect import endpoints, engine
 from syncer.detect.binding import config_map_ref
 from syncer.cache import Caches, by_identity
@@ -151,8 +152,9 @@ def gather(config: BoundConfig, manifests: Manifests, source: LiveSource, caches
                 if readable:
                     continue
             records[ref] = _record(store, ref)
+    released = release_bases(source, manifests) if manifests.releases else {}  # what Helm last deployed
     return Inputs(manifests, live, others, records, readable is not False, observed_since or {},
-                  {} if history else None, reusable, made)
+                  {} if history else None, reusable, made, released=released)
 
 
 #: Which file's git history tells who changed an object's fields (``Source.history_file``).

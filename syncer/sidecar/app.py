@@ -158,7 +158,7 @@ class Sidecar:
         self.override = ConfigOverride(settings.config_file, s.installation) if settings.config_file else None
         self.caches = Caches()  # what this installation remembers across passes (syncer/cache.py)
         loaded = load_installation(ws.path, s.installation, self.override.current if self.override else None,
-                                   caches=self.caches, tools=s.tools)
+                                   caches=self.caches, tools=s.tools, include=ws.include)
         self.namespace = loaded.config.namespace
         self.refs = tracked_refs(loaded, self.caches)
         self.store = (ConfigMapStore(api, self.namespace, s.installation, settings.state_configmap)

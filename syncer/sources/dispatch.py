@@ -14,13 +14,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from syncer.config import Config
+from syncer.sources.helm import HelmSource
 from syncer.sources.kustomize import KustomizeSource
 from syncer.sources.manifests import host_dir
 from syncer.sources.plain import ManifestsSource
 from syncer.sources.source import DEFAULT_TOOLS, Source, SourceType, Tools
 
 #: Every kind of source, in the order they claim a directory (the last claims any).
-SOURCES: tuple[SourceType, ...] = (KustomizeSource, ManifestsSource)
+SOURCES: tuple[SourceType, ...] = (HelmSource, KustomizeSource, ManifestsSource)
 
 
 def source_for(repo: Path, installation: str, config: Config, tools: Tools = DEFAULT_TOOLS) -> Source:

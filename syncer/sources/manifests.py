@@ -53,6 +53,9 @@ class Manifests:
     errors: tuple[FileError, ...]
     #: files that are no Kubernetes objects (a chart's source, a template, values): one note each
     skipped: tuple[FileError, ...] = ()
+    #: the Helm releases that render the objects, (namespace of its records, release, namespace):
+    #: what Helm last deployed of them is a base of who moved (``gather.helmrelease``)
+    releases: tuple[tuple[str, str, str], ...] = ()
 
 
 def check_installation(name: str) -> str:

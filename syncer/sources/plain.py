@@ -45,6 +45,9 @@ class ManifestsSource:
     def load(self, caches: Caches) -> Manifests:
         return load_manifests(self.repo, self.installation, self.namespace, caches=caches)
 
+    def checkout_paths(self, caches: Caches) -> list[str]:
+        return []  # the files under hosts/<installation>/ are all there is
+
     def history_file(self, obj: GitObject) -> str | None:
         return obj.file
 

@@ -63,6 +63,11 @@ class Source(Protocol):
         may reuse (a render is made again only when a file of its tree changed)."""
         ...
 
+    def checkout_paths(self, caches: Caches) -> list[str]:
+        """Repo-relative paths outside ``hosts/<installation>/`` that loading reads (a chart a
+        HelmRelease names at the top of the repository): a sparse clone checks them out too."""
+        ...
+
     def history_file(self, obj: GitObject) -> str | None:
         """The file whose git history tells who changed ``obj``'s fields and when, or None when
         no one file does (a render's fields come from several files)."""
@@ -89,12 +94,14 @@ class Source(Protocol):
 
 @dataclass(frozen=True)
 class Tools:
-    """The programs a source runs, as the command line names them (``--kustomize``): handed to
+    """The programs a source runs, as the command line names them (``--kustomize``, ``--helm``): handed to
     the source as a value, never read from the environment below the command line."""
 
     #: Renders a kustomization: ``kubectl`` (``kubectl kustomize``) or ``kustomize`` (``kustomize
     #: build``), a name on PATH or a path.
     kustomize: str = "kubectl"
+    #: Renders a Helm chart (``helm template``): a name on PATH or a path.
+    helm: str = "helm"
 
 
 DEFAULT_TOOLS = Tools()

@@ -20,22 +20,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from syncer.detect import endpoints
 from syncer.writeback import untracked
 from syncer.cache import Caches
 from syncer.config import BoundConfig, Config, UntrackedMode, load_config
 from syncer.gather.collect import BaseStore, detect_live
+from syncer.gather.helmrelease import capabilities_of
 from syncer.gather.trackcheck import check_kinds
-from syncer.errors import ConfigError, GitError
+from syncer.errors import ConfigError, GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.gather.history import GitHistory
 from syncer.gather.live import Lister, LiveSource
 from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import Manifests, host_dir
 from syncer.sources.source import DEFAULT_TOOLS, Source, Tools
-from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
+from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Reconciler, Result
 from syncer.gather.selection import Selection
 from syncer.writeback.placement import placed, proved
 from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
@@ -76,16 +77,20 @@ class Loaded:
 
 def load_installation(repo: Path, installation: str, config: Config | None = None, *,
                       caches: Caches | None = None, only: Selection | None = None,
-                      tools: Tools = DEFAULT_TOOLS) -> Loaded:
+                      tools: Tools = DEFAULT_TOOLS, include: Callable[[list[str]], None] | None = None) -> Loaded:
     """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf;
     ``caches``: what the installation's earlier loads remember (None: nothing); ``only``: the
     objects ``-l``/``--object`` select (None: all); ``tools``: the programs its source runs
-    (``--kustomize``)."""
+    (``--kustomize``, ``--helm``); ``include`` checks out the paths outside the installation its
+    source reads (a sparse clone's)."""
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation, caches=caches)
     git = source_for(repo, installation, config, tools)
-    manifests = git.load(caches if caches is not None else Caches())
+    caches = caches if caches is not None else Caches()
+    if include is not None:
+        include(git.checkout_paths(caches))
+    manifests = git.load(caches)
     if not manifests.objects and not manifests.errors:  # nothing to compare is no "in sync"
         skipped = f" ({len(manifests.skipped)} file(s) skipped: no Kubernetes objects in them)" if manifests.skipped else ""
         raise ConfigError(f"hosts/{installation}/ ({base}) declares no Kubernetes objects{skipped}: nothing to "
@@ -147,12 +152,16 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
     caches = caches if caches is not None else Caches()
-    loaded = load_installation(repo, installation, config, caches=caches, only=only, tools=tools)
+    if caches.helm_capabilities is None:  # read only if a Helm installation renders
+        caches.helm_capabilities = capabilities_of(source)
+    loaded = load_installation(repo, installation, config, caches=caches, only=only, tools=tools,
+                               include=ws.include if ws is not None else None)
     unchecked = check_kinds(loaded.config, {ref.kind for ref in loaded.manifests.objects}, source)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))
     result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                          history=history, history_file=loaded.git.history_file, caches=caches)
+    result = with_reconcilers(result, source)
     if only is None:
         result = with_untracked(loaded, result, source, caches)
     elif loaded.config.untracked.mode is not UntrackedMode.IGNORE:
@@ -163,6 +172,33 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     result = placed(loaded.git, loaded.manifests.objects, result, caches)  # each drift's own file and line
     result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
+
+
+def with_reconcilers(result: Result, source: LiveSource) -> Result:
+    """``result`` with what each GitOps controller's own object says (its interval, self-heal,
+    suspended), read once per controller; "periodically" where it cannot be read."""
+    from syncer.detect import gitops
+
+    lister = getattr(source, "lister", None)  # the sidecar's watch cache reads other objects through it
+
+    def read(ref: ObjectRef) -> dict[str, Any] | None:
+        try:
+            return source.get(ref)
+        except SyncerError:
+            if lister is None or not hasattr(lister, "get"):
+                raise
+            found: dict[str, Any] | None = lister.get(ref)
+            return found
+
+    resolved: dict[Reconciler, Reconciler] = {}
+    drifts = []
+    for d in result.drifts:
+        if d.reconciler is not None:
+            if d.reconciler not in resolved:
+                resolved[d.reconciler] = gitops.with_interval(d.reconciler, read)
+            d = replace(d, reconciler=resolved[d.reconciler])
+        drifts.append(d)
+    return replace(result, drifts=tuple(drifts)) if resolved else result
 
 
 def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: Caches | None = None) -> Result:

@@ -153,9 +153,10 @@ def _parsed(file: str, old: str, touched: set[int], caches: Caches) -> tuple[Yam
 def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]], caches: Caches) -> Planned:
     """New text of one file and its kept trailing comments; ConfigError (one line, without the
     file name) when it cannot be written exactly."""
-    if templated(old):
+    if templated(old) and not all(edit.values for _, _, edit in steps):
         raise ConfigError("templated (it holds {{ }} or ${VAR} expressions)")
     doc, want = _parsed(file, old, {obj.doc for _, obj, _ in steps}, caches)
+    steps = _inner_edits(file, doc, steps)
     comments: list[tuple[ObjectRef, str, str]] = []
     # Keys added to one mapping one after the other go in as one edit: linear in the number
     # of keys (10,000 keys added live are one splice and one check, not 10,000).
@@ -212,6 +213,47 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]], cache
         raise ConfigError(f"verification failed: the edited file would not read back as git plus the accepted "
                           f"live values (at {at})")
     return new, tuple(comments)
+
+
+def _inner_edits(file: str, doc: YamlFile, steps: list[tuple[Drift, GitObject, Edit]]
+                 ) -> list[tuple[Drift, GitObject, Edit]]:
+    """``steps`` with the edits inside one YAML text held in a value (``Edit.inner``: a values
+    document in a block scalar) made into one edit of that value: the text edited with the
+    same surgical editor, so its comments and format stay."""
+    groups: dict[tuple[int, tuple[str | int, ...]], list[tuple[Drift, GitObject, Edit]]] = {}
+    out: list[tuple[Drift, GitObject, Edit]] = []
+    for step in steps:
+        _, obj, edit = step
+        if edit.inner:
+            groups.setdefault((obj.doc, obj.prefix + edit.path), []).append(step)
+        else:
+            out.append(step)
+    for (index, full), group in groups.items():
+        drift, obj, edit = group[0]
+        try:
+            held = doc.get(index, full)
+            if not isinstance(held, str):
+                raise ConfigError(f"{format_path(full)} holds no YAML text")
+            inner = YamlFile.parse(held, f"{file} {format_path(full)}")
+            for _, _, step_edit in group:
+                inner.set_value(0, step_edit.inner, step_edit.value)
+            text = inner.render()
+            if parse_documents(text, file)[:1] != [_inner_want(held, file, group)]:
+                raise ConfigError(f"the edited text of {format_path(full)} would not read back as intended")
+        except YamlEditError as exc:
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: {exc}") from exc
+        except ConfigError as exc:
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: {exc.message}") from exc
+        out.append((drift, obj, replace(edit, value=text, inner=())))
+    return out
+
+
+def _inner_want(held: str, file: str, group: list[tuple[Drift, GitObject, Edit]]) -> Any:
+    docs = parse_documents(held, file)
+    want = copy.deepcopy(docs[0]) if docs else None
+    for _, _, edit in group:
+        _apply(want, edit.inner, replace(edit, add=False))
+    return want
 
 
 def _read_back(new: str, file: str, pieces: list[Doc | str], want: list[Any], touched: set[int]) -> list[Any]:
@@ -284,7 +326,7 @@ def plan_changes(
         old = path.read_bytes().decode("utf-8")
         steps = [(drift, _target(objects[drift.ref], edit), edit) for drift in file_drifts for edit in drift.edits]
         key = (file, hashlib.sha256(old.encode()).hexdigest(),
-               repr([(o.doc, o.prefix + e.path, e.add, e.value) for _, o, e in steps]))
+               repr([(o.doc, o.prefix + e.path, e.add, e.value, e.inner, e.values) for _, o, e in steps]))
         planned: Planned | None = caches.planned.get(key)
         if planned is None:
             try:

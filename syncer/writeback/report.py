@@ -11,6 +11,7 @@ from syncer.secrets import escape, lookalike
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
 from syncer.secrets.redact import REDACTED, secret_field
+from syncer.detect import gitops
 from syncer.detect.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
 from syncer.writeback import jsondoc
 from syncer.writeback.terminal import paint_diff
@@ -99,6 +100,8 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         if d.ref != last:
             out.append("")
             out.append(_paint(escape.line(f"{d.ref}" if mixed else f"{d.ref}  ({d.file})"), "bold", color))
+            if d.reconciler is not None:  # a GitOps controller will put the live value back
+                out.append(_paint(escape.line(f"  reconciled: {gitops.note(d.reconciler)}"), "yellow", color))
             last = d.ref
         tone = {Action.WRITE: "green", Action.WAIT: "yellow", Action.REPORT: "red"}[d.action]
         head = f"  {d.path_text or '(object)'}: {d.detail}" + (f"  ({d.file})" if mixed else "")
@@ -286,6 +289,11 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         lines += ["", "### Created live, not in git", "",
                   "Objects nobody committed, proposed as new files (check that they belong in git):", ""]
         lines += [f"- {_cell(str(d.ref))} -> {_code(d.file)} ({_cell(d.reason)})" for d in created]
+    reverted = sorted({f"{d.ref}: {gitops.note(d.reconciler)}" for d in written if d.reconciler is not None})
+    if reverted:
+        lines += ["", "### Reconciled by a GitOps controller", "",
+                  "Merge this first: the controller puts these objects back as its own git declares them.", ""]
+        lines += [f"- ⚠️ {_cell(n)}" for n in reverted]
     notes = sorted({f"{d.ref}: {d.base_note}" for d in result.drifts if d.base_note})
     if notes:
         lines += ["", *(f"- ⚠️ {_cell(n)}" for n in notes)]

@@ -67,6 +67,9 @@ class KustomizeSource:
         self._map, self._tree = last[2], (None if racy else digest(*key, repr(stamp)))
         return last[1]
 
+    def checkout_paths(self, caches: Caches) -> list[str]:
+        return []  # everything a kustomization uses lives under hosts/<installation>/ (else it does not build)
+
     def history_file(self, obj: GitObject) -> str | None:
         return None  # a field's file is the layer that sets it, not its object's origin
 
