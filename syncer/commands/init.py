@@ -64,7 +64,7 @@ def _chart_release(args: argparse.Namespace, installation: str, context: tuple[s
     objects name (a snapshot, else the objects of the namespace ``-n`` or the context names),
     else the installation's name; its namespace unless ``-n`` names one."""
     where = args.namespace or (context[0] if context else "default")
-    objects: list[dict[str, Any]] = []
+    objects: list[JSON] = []
     if args.live_file:
         objects = list(SnapshotSource([Path(f) for f in args.live_file], "").objects.values())
     elif not args.git_only:
