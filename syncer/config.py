@@ -41,7 +41,8 @@ from syncer.yamlread import malformed
 
 #: The config's name inside ``hosts/<installation>/``: an extension no applier reads.
 CONFIG_NAME = "syncer.conf"
-#: Where the config used to live; read with a deprecation warning (kubectl apply -f chokes on it).
+#: The config's legacy name, still read with a deprecation warning: a YAML file that is no
+#: manifest there breaks kubectl apply -f and Flux.
 LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")

@@ -61,9 +61,9 @@ def normalize(obj: JSON) -> JSON:
     """``obj`` without status, server-owned metadata and server annotations.
 
     Only the maps it changes are copied (the top level, ``metadata``, ``annotations``); every
-    other subtree is shared with ``obj``, so treat the result as read-only. Deep-copying
-    whole live objects (managedFields, last-applied JSON, status) was most of the time of
-    detection at scale (see bench/RESULTS.md).
+    other subtree is shared with ``obj``, so treat the result as read-only: deep-copying
+    whole live objects (managedFields, last-applied JSON, status) would cost more than the
+    rest of detection.
     """
     out = {k: v for k, v in obj.items() if k != "status"}
     meta = out.get("metadata")

@@ -143,7 +143,8 @@ def trusted_last_applied(live: JSON, appliers: Collection[str]) -> tuple[JSON | 
     """The last-applied annotation as a base, or (None, why it is not one).
 
     Without managedFields (an old snapshot, a stripped export) nothing says who wrote it,
-    and it is trusted as before; with them, it counts only while an applier owns it.
+    and it is trusted: kubectl apply is its only writer there; with them, it counts only while
+    an applier owns it.
     """
     base = last_applied(live)
     if base is None:

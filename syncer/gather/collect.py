@@ -94,7 +94,7 @@ def _reread(source: LiveSource, ref: ObjectRef, found: object) -> LiveRead:
 def _record(store: BaseStore, ref: ObjectRef) -> Record | Exception:
     try:
         return Record(store.base(ref), store.proposed(ref))
-    except Exception as exc:  # noqa: BLE001 -- raised again where detection uses it, as ever
+    except Exception as exc:  # noqa: BLE001 -- raised again where detection uses it: it costs that object only
         return exc
 
 

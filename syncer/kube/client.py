@@ -208,7 +208,7 @@ class KubeClient:
         (so the object, when read by name), never a ``RecursionError`` that ends the run; one
         nested deeper than ``bounds.MAX_JSON_DEPTH`` but parsed is refused per object by
         detection (``bounds.check_nodes``). No scan of the text first: json's C decoder checks
-        its own depth, and a Python scan of every answer cost more than the parse (36 ms per MB)."""
+        its own depth, and a Python scan of every answer would cost more than the parse."""
         if not data:
             return None
         try:

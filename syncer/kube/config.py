@@ -4,7 +4,8 @@ A small kubeconfig reader (explicit file, ``$KUBECONFIG``'s list, ``~/.kube/conf
 token file, basic auth, client certificates, CA, ``insecure-skip-tls-verify``,
 ``tls-server-name``, and the in-cluster service account. Only kubeconfigs that need a
 credential plugin (``exec``, ``auth-provider``) import the official ``kubernetes`` package,
-which then refreshes the bearer token; everyone else is spared its ~40 MiB and ~0.4 s import.
+which then refreshes the bearer token; everyone else is spared its import, which costs more
+memory and start-up time than the rest of syncer (README, "Dependencies").
 It is the optional extra ``syncer[exec-auth]``; without it such a kubeconfig is one clear error.
 
 The kubeconfig's YAML is read by the caller's ``read_yaml`` (``manifests.parse_documents``, YAML

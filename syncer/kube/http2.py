@@ -89,7 +89,7 @@ class Endpoint:
 
     def tls(self) -> ssl.SSLContext:
         """The TLS context of every connection to this endpoint, built once (loading the system's
-        and the kubeconfig's CAs costs about 0.1 s of CPU)."""
+        and the kubeconfig's CAs costs more CPU than a connection's handshake)."""
         ctx = _CONTEXTS.get(id(self.conn))
         if ctx is None or ctx[0] is not self.conn:
             context = ssl_context(self.conn)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from syncer.forges.base import Forge
     from syncer.sidecar.state import ConfigMapStore
 
-log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
+log = logging.getLogger("syncer.loop")  # the loop's logger: JSON logs name it, and queries filter on it
 
 
 @dataclass

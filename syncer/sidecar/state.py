@@ -84,8 +84,9 @@ COMPRESS_OVER = 256 * 1024
 MAX_RECORD_JSON = 32 * 1024 * 1024
 #: The most values (containers, items, keys: ``bounds.json_shape``) a record may parse into,
 #: counted before parsing. A real record holds about 40 per object (1.5 million at 40,000
-#: objects); without this bound 87 KB of gzip (``{"z":[{},{},...]}``) expanded to 64 MiB of
-#: JSON and 1.7 GB of Python objects. At this bound the worst case parses to about 130 MiB.
+#: objects); without this bound a small gzip (``{"z":[{},{},...]}``) expands to tens of MiB
+#: of JSON and gigabytes of Python objects. At this bound the worst case stays near the
+#: sidecar's memory limit.
 MAX_RECORD_VALUES = 2_000_000
 #: What one ConfigMap holds: its ``data`` values plus ``binaryData`` bytes (the apiserver's
 #: ``MaxSecretSize``, which it applies to ConfigMaps too).

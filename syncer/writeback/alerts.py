@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from syncer.writeback.notify import Notifier
     from syncer.writeback.deliver import Outcome
 
-log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
+log = logging.getLogger("syncer.loop")  # the loop's logger: JSON logs name it, and queries filter on it
 
 #: An event name and its payload (without the installation, which ``send`` adds).
 Alert = tuple[str, JSON]

@@ -113,7 +113,7 @@ class EditorParse(NamedTuple):
     than the pure-Python parser); an edit never touches another document, and the
     verification compares the whole file anyway. The cache is bounded by the text held
     (``chars``: a parse takes ~80 bytes of memory per byte of its text), so the sidecar stays
-    small (bench/RESULTS.md); a bigger file is parsed every time, as before."""
+    small; a bigger file is parsed every time (holding its parse would cost more than parsing)."""
 
     docs: list[Doc | str]
     data: list[Any]
@@ -136,7 +136,7 @@ def _parsed(file: str, old: str, touched: set[int], caches: Caches) -> tuple[Yam
         try:
             data = parse_documents(old, file)
         except ConfigError:
-            YamlFile.parse(old, file, lazy=False)  # the editor's own parse says what is wrong, as it always did
+            YamlFile.parse(old, file, lazy=False)  # the editor's own parse names the line at fault
             raise
         found = EditorParse(YamlFile.parse(old, file, count=len(data)).pieces(), data, len(old))
     docs, data = found.docs, found.data
@@ -263,7 +263,7 @@ def _read_back(new: str, file: str, pieces: list[Doc | str], want: list[Any], to
     is in ``want`` unchanged: documents of a stream without directives are read each on its
     own) and each touched one must read alone as one document. Anything else (a marker the
     edit made or removed, a piece that is not one document, an error): the whole text is
-    read, as it always was."""
+    read, which is always right, only slower."""
     texts = [p if isinstance(p, str) else p.text for p in pieces]
     if len(texts) == len(want) and split(new, len(texts)) == texts:
         got = list(want)
