@@ -11,7 +11,7 @@ from typing import TextIO
 
 from syncer import clients, logs
 from syncer.commands import EXIT_OK, checkout, reproduce
-from syncer.config import parse_duration
+from syncer.configvalues import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import Workspace, origin_url
 from syncer.sources.manifests import default_installation
