@@ -349,7 +349,7 @@ def test_as_and_as_group_are_sent_as_kubectl_sends_them(recording_server: str, t
 def test_http2_watch_streams_carry_the_impersonation_headers() -> None:
     from syncer.kube import KubeClient
     from syncer.kube.config import Connection
-    from syncer.sidecar.h2conn import Endpoint
+    from syncer.kube.http2 import Endpoint
 
     conn = Connection(server="https://127.0.0.1:6443", token="t", impersonate="system:serviceaccount:ai:syncer",
                       impersonate_groups=("ops", "dev"))
