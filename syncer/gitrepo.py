@@ -7,17 +7,18 @@ credentials stripped from any URL they mention.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import base64
+import os
+import re
+import subprocess
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
+from urllib.parse import urlsplit, urlunsplit
 
 from syncer import USER_AGENT
 from syncer.errors import GitError
-from syncer.redact import redact_url
+from syncer.redact import redact_text, redact_url
 
 #: Network git commands (clone, fetch, push, ls-remote) get this long; a remote that takes
 #: longer is treated as down for this round rather than blocking the loop forever.
@@ -38,7 +39,24 @@ class Identity:
     token_source: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
 
-def _env(identity: Identity) -> dict[str, str]:
+def token_scope(remote: str | None) -> str | None:
+    """The URL git's config may send the HTTPS token to: the remote's own ``scheme://host[:port]/path``
+    (user name and password dropped), or None when the remote is not HTTP(S) (ssh, a path, ``file://``)
+    or cannot be a config key (a newline in it)."""
+    if not remote:
+        return None
+    try:
+        parts = urlsplit(remote)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # a port that is no number: git will refuse the URL itself
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "\n" in remote or "\0" in remote:
+        return None
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    return urlunsplit((parts.scheme.lower(), host + port, parts.path, "", ""))
+
+
+def _env(identity: Identity, remote: str | None = None) -> dict[str, str]:
     env = {
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_ASKPASS": "/bin/false",
@@ -49,25 +67,48 @@ def _env(identity: Identity) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": identity.email,
         "GIT_CONFIG_NOSYSTEM": "1",
     }
+    config: list[tuple[str, str]] = []
+    scope = token_scope(remote)
+    if scope is not None:
+        # The most specific URL match wins in git's config: a user's own
+        # ``http.<their host>.followRedirects`` must not turn it back on for this remote.
+        config.append((f"http.{scope}.followRedirects", "false"))
     token = identity.token_source() if identity.token_source is not None else identity.token
-    if token:
+    if token and scope is not None:
+        # git matches ``http.<url>.*`` once, against the URL it was given, and sends the header on
+        # every request of that command wherever a redirect took it: the scope keeps the token off
+        # other remotes, ``followRedirects=false`` keeps git from being taken anywhere else.
         basic = base64.b64encode(f"{identity.token_user}:{token}".encode()).decode()
-        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
-                    "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"})
+        config.append((f"http.{scope}.extraHeader", f"Authorization: Basic {basic}"))
+    if config:
+        env["GIT_CONFIG_COUNT"] = str(len(config))
+        for i, (key, value) in enumerate(config):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
     if "GIT_SSH_COMMAND" not in os.environ:
         env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes"
     return env
 
 
+def _token_forms(identity: Identity, env: Mapping[str, str]) -> list[str]:
+    """The token and its Basic header value as this command's environment holds them: masked out
+    of git's output (a user's ``GIT_TRACE_CURL`` or ``GIT_CURL_VERBOSE`` prints headers)."""
+    forms = [v.removeprefix("Authorization: Basic ") for k, v in env.items()
+             if k.startswith("GIT_CONFIG_VALUE_") and v.startswith("Authorization: Basic ")]
+    return forms + [identity.token] if identity.token else forms
+
+
 def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
-            raw: bool = False, env: Mapping[str, str] | None = None) -> str:
+            raw: bool = False, env: Mapping[str, str] | None = None, remote: str | None = None) -> str:
     """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure.
     The output without its final newline, or exactly as git wrote it (``raw``: a file's text).
-    ``env``: more environment for this one command."""
+    ``env``: more environment for this one command. ``remote``: the URL this command talks to,
+    the only one the HTTPS token is sent to, with redirects refused."""
     cmd = ["git", "-c", f"core.hooksPath={NO_HOOKS}", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always",
-           "-c", f"http.userAgent={USER_AGENT}", *args]
+           "-c", f"http.userAgent={USER_AGENT}", "-c", "http.followRedirects=false", *args]
+    git_env = _env(identity, remote)
     try:
-        done = subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **_env(identity), **(env or {})},
+        done = subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **git_env, **(env or {})},
                               capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
@@ -75,19 +116,27 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot run: {exc.strerror or exc}", transient=False) from None
     if done.returncode != 0:
-        stderr = redact_url(done.stderr + "\n" + done.stdout)
+        stderr = redact_url(redact_text(done.stderr + "\n" + done.stdout, _token_forms(identity, git_env)))
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         rejected = next((ln for ln in lines if "[rejected]" in ln or "[remote rejected]" in ln), None)
         if rejected:
             lines.insert(0, "! " + rejected.lstrip("!").strip())
         useful = next((ln for ln in lines if ln.startswith(("fatal:", "error:", "!", "remote:"))), lines[0] if lines else "")
+        redirected = _REDIRECT.search(useful)
+        if redirected:
+            useful += (f" (a redirect: syncer follows none, so the git token goes to no other server; set --remote "
+                       f"to the repository's current URL)")
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
-                       transient=_transient(stderr)) from None
+                       transient=not redirected and _transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")
 
 
-def history_runner(path: Path, identity: Identity = Identity(),
-                   fetch: bool = False) -> "Callable[[list[str], float], str | None]":
+#: How git (with curl) says the server answered a redirect it was told not to follow.
+_REDIRECT = re.compile(r"returned error: 30[12378]\b")
+
+
+def history_runner(path: Path, identity: Identity = Identity(), fetch: bool = False,
+                   remote: str | None = None) -> "Callable[[list[str], float], str | None]":
     """Git as the history base (syncer/history.py) runs it in ``path``: a file's text exactly as
     stored, None on any failure (no answer, never an error). Without ``fetch`` (a person's
     checkout) a partial clone's missing versions are not fetched: that would ask for
@@ -96,7 +145,7 @@ def history_runner(path: Path, identity: Identity = Identity(),
 
     def run(args: list[str], timeout: float) -> str | None:
         try:
-            return run_git(args, path, identity, timeout, raw=True, env=extra)
+            return run_git(args, path, identity, timeout, raw=True, env=extra, remote=remote)
         except GitError:
             return None
     return run
@@ -105,7 +154,7 @@ def history_runner(path: Path, identity: Identity = Identity(),
 def remote_default_branch(remote: str, identity: Identity = Identity()) -> str:
     """The branch the remote's ``HEAD`` names (``main``, ``master``, ``trunk``): the base branch
     when none is given. One ``git ls-remote --symref``, time-bounded like every network call."""
-    out = run_git(["ls-remote", "--symref", "--", remote, "HEAD"], None, identity, NETWORK_TIMEOUT)
+    out = run_git(["ls-remote", "--symref", "--", remote, "HEAD"], None, identity, NETWORK_TIMEOUT, remote=remote)
     for line in out.splitlines():
         target, _, name = line.partition("\t")
         if name == "HEAD" and target.startswith("ref: refs/heads/"):
@@ -132,12 +181,13 @@ class Workspace:
         self.synced: str | None = None  # HEAD as the last sync_to_base left it
 
     def git(self, *args: str, network: bool = False) -> str:
-        return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT)
+        return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT,
+                       remote=self.remote)
 
     def history_git(self) -> "Callable[[list[str], float], str | None]":
         """Git for the history base (syncer/history.py) in this clone: it may fetch an old
         version of a file the blob-less clone lacks, with this clone's credentials."""
-        return history_runner(self.path, self.identity, fetch=True)
+        return history_runner(self.path, self.identity, fetch=True, remote=self.remote)
 
     @classmethod
     def open_or_clone(cls, remote: str, base: str, dest: Path, identity: Identity = Identity(),
@@ -159,7 +209,7 @@ class Workspace:
             return ws
         dest.mkdir(parents=True, exist_ok=True)
         run_git(["clone", "--quiet", "--no-tags", "--single-branch", "--branch", base, "--filter=blob:none",
-                 "--sparse", "--", remote, str(dest)], None, identity, NETWORK_TIMEOUT)
+                 "--sparse", "--", remote, str(dest)], None, identity, NETWORK_TIMEOUT, remote=remote)
         ws = cls(dest, remote, base, identity)
         ws.git("config", "core.hooksPath", NO_HOOKS)
         if not installation:
