@@ -50,6 +50,24 @@ _BASIC = re.compile(r"(?i:b)asic[ \t]{1,8}([A-Za-z0-9+/]{8,4096}={0,2})", re.IGN
 #: A PEM block base64-encoded once more (``LS0tLS1CRUdJTi`` is ``-----BEGIN``), outside ``binaryData`` too.
 _PEM64 = re.compile(r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{8,16384}={0,2}")
 
+#: Patterns that find credentials in free text for masking (``syncer.masking``), where masking a
+#: little too much costs nothing: GitHub's tokens in both formats (the stateless installation
+#: token is ``ghs_`` + digits + ``_`` + a JWT, hundreds of characters with ``_`` and ``.``), a
+#: JWT anywhere (a service-account token), a PEM private key with the base64 after it, every
+#: shape above, and the value after an authorisation scheme (``Bearer``, ``Basic``, ``token``)
+#: that holds a digit. A group named ``scheme`` is kept. Prefixes match inside a word too: text
+#: glued to a token must not hide it.
+MASKABLE: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(?:gh[pousr]_[A-Za-z0-9._]{16,4096}|github_pat_[A-Za-z0-9_]{20,255})"),
+    re.compile(r"(?:glpat-|glptt-|gldt-|glrt-|xox[abprs]-)[A-Za-z0-9_.-]{10,255}"),
+    re.compile(r"eyJ[A-Za-z0-9_-]{4,8192}\.[A-Za-z0-9_-]{4,65536}(?:\.[A-Za-z0-9_-]{0,8192})?"),
+    re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s:,-]{0,65536}"
+               r"(?:-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----)?"),
+    *(pattern for _, _, pattern in _SHAPES),
+    re.compile(r"(?P<scheme>(?<![A-Za-z0-9])(?i:bearer|basic|token)[ \t:=]{1,8})"
+               r"(?=[A-Za-z._~+/-]{0,4096}[0-9])[A-Za-z0-9._~+/-]{8,4096}={0,2}"),
+)
+
 
 def decoded_credentials(text: str) -> bool:
     """Is ``text`` base64 of ``user:password``?"""

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from syncer import USER_AGENT
+from syncer import USER_AGENT, masking
 from syncer.errors import GitError
-from syncer.redact import redact_text, redact_url
+from syncer.redact import redact_url
 
 #: Network git commands (clone, fetch, push, ls-remote) get this long; a remote that takes
 #: longer is treated as down for this round rather than blocking the loop forever.
@@ -116,7 +116,8 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot run: {exc.strerror or exc}", transient=False) from None
     if done.returncode != 0:
-        stderr = redact_url(redact_text(done.stderr + "\n" + done.stdout, _token_forms(identity, git_env)))
+        known = _token_forms(identity, git_env)
+        stderr = masking.mask(done.stderr + "\n" + done.stdout, known)
         lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         rejected = next((ln for ln in lines if "[rejected]" in ln or "[remote rejected]" in ln), None)
         if rejected:
@@ -126,6 +127,7 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
         if redirected:
             useful += (f" (a redirect: syncer follows none, so the git token goes to no other server; set --remote "
                        f"to the repository's current URL)")
+        useful = masking.mask_fragments(useful, known)  # what is left of a token split across lines
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
                        transient=not redirected and _transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")

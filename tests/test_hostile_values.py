@@ -192,6 +192,7 @@ def test_inner_judgement_is_bounded() -> None:
     ("sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "OpenAI"),
     ("Authorization: Bearer " + "0123456789abcdef" * 2, "bearer"),
     ("Basic " + base64.b64encode(b"admin:hunter2").decode(), "basic"),
+    ("ghs_123456_eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJodHRwczovL2dpdGh1Yi5jb20ifQ.c2lnbmF0dXJl", "access token"),
 ])
 def test_credential_shapes_are_secret_values(value: str, what: str) -> None:
     """Was: none of these shapes was known; all committed to main."""

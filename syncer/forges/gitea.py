@@ -15,7 +15,6 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import excerpt
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
@@ -107,7 +106,7 @@ class GiteaForge(ForgeClient):
             raise self._http.error(
                 f"gitea refused to open a pull request from {head} into {base} on "
                 f"{self._http.repo} (do both branches exist, and can the token see the "
-                f"repository?): HTTP {response.status_code}: {excerpt(response.text)}",
+                f"repository?): HTTP {response.status_code}: {self._http.excerpt(response.text)}",
                 transient=False,
             )
         return _to_pr(cast(_Pull, self._http.json(response)))

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import Params, TokenSource, excerpt
+from syncer.forges._http import Params, TokenSource
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
@@ -124,7 +124,7 @@ class GitHubForge(ForgeClient):
             raise self._http.error(
                 f"github refused to open a pull request from {head} into {base} on "
                 f"{self._http.repo} (do both branches exist?): HTTP 422: "
-                f"{excerpt(response.text)}", transient=False,
+                f"{self._http.excerpt(response.text)}", transient=False,
             )
         pr = _to_pr(cast(_Pull, self._http.json(response)))
         return self._set_labels(pr, labels) if labels else pr

@@ -203,7 +203,7 @@ class KubeClient:
         except ValueError:
             doc = None
         if not 200 <= resp.status < 300:
-            raise api_error(resp.status, doc if isinstance(doc, dict) else data, what)
+            raise api_error(resp.status, doc if isinstance(doc, dict) else data, what, self.conn.known())
         if not isinstance(doc, dict):
             raise ClusterUnreachable(f"API server sent non-JSON for {what}", transient=True)
         return doc
@@ -234,7 +234,7 @@ class KubeClient:
                 body: object = self._parse(data, what)
             except ValueError:
                 body = data
-            raise api_error(resp.status, body, what)
+            raise api_error(resp.status, body, what, self.conn.known())
         return Stream(resp, armed, what, self.host)
 
     # -- discovery ------------------------------------------------------------------------

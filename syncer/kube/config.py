@@ -47,8 +47,21 @@ class Connection:
     #: Credential plugins: returns the current "Bearer ..." header (refreshing as needed).
     auth_hook: Callable[[], str] | None = None
     _file_token: tuple[float, str] = field(default=(0.0, ""), repr=False)
+    _sent: str = field(default="", repr=False)  # the credential of the last header built
 
     def authorization(self) -> str | None:
+        """The ``Authorization`` header of the next request (``Bearer ...``, ``Basic ...``), or None."""
+        value = self._authorization()
+        if value:
+            self._sent = value.partition(" ")[2]
+        return value
+
+    def known(self) -> list[str]:
+        """The secrets this connection sends, for masking them out of error text; no I/O."""
+        found = [self._sent, self.token or "", self._file_token[1], self.basic[1] if self.basic else ""]
+        return [s for s in found if s]
+
+    def _authorization(self) -> str | None:
         if self.auth_hook is not None:
             return self.auth_hook()
         if self.token_file is not None:  # projected tokens rotate: re-read at most once a minute

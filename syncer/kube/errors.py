@@ -3,17 +3,19 @@
 ``KubeError`` and its subclasses (``ClusterUnreachable``, ``TooLarge``, ``Unparsable``, ``ApiError``,
 ``Refused``, ``Conflict``, ``Gone``) are drawn in ``syncer.errors``' one tree.
 
-``api_error`` turns a non-2xx answer into one of them (the body truncated before it reaches a
-log line); ``cause`` names a transport failure (``connection refused``), not its class.
+``api_error`` turns a non-2xx answer into one of them (the body masked, then cut, before it
+reaches a log line); ``cause`` names a transport failure (``connection refused``), not its class.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
+from collections.abc import Sequence
 
 import urllib3
 
+from syncer import masking
 from syncer.errors import ClusterError, Forbidden, Unreachable
 
 
@@ -62,13 +64,15 @@ class Gone(ApiError):
     """410: the resourceVersion we asked for is no longer in the server's history."""
 
 
-def api_error(status: int, body: object, what: str) -> ApiError:
-    """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes."""
+def api_error(status: int, body: object, what: str, known: Sequence[str] = ()) -> ApiError:
+    """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes. The message
+    quotes at most 300 characters of it, masked before the cut: ``known`` (the connection's
+    credentials) and every credential shape (a service-account JWT, ``Bearer ...``)."""
     if isinstance(body, dict):
         message, reason = str(body.get("message") or ""), str(body.get("reason") or "")
     else:
         message, reason = (body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")), ""
-    message = " ".join(message.split())[:300]  # bodies are truncated before they reach a log line
+    message = masking.excerpt(message, known, 300)
     if status == 410:
         return Gone(f"{what}: resourceVersion expired (410): {message}", status, reason, transient=True)
     if status in (401, 403):

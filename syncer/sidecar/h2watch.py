@@ -390,7 +390,7 @@ class Multiplexer:
                 body: Any = load_json(bytes(req.buf).decode("utf-8", "replace"), req.what, max_bytes=MAX_BODY)
             except ValueError:
                 body = bytes(req.buf)
-            raise api_error(req.status or 502, body, req.what)
+            raise api_error(req.status or 502, body, req.what, self.ep.conn.known())
         if w.stopped:
             return
         if req.watching:
