@@ -11,7 +11,7 @@ from typing import TextIO
 
 from syncer import clients, logs
 from syncer.commands import EXIT_OK, checkout, reproduce
-from syncer.config import parse_duration
+from syncer.durations import seconds
 from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import Workspace, origin_url
 from syncer.manifests import default_installation
@@ -35,17 +35,6 @@ def sidecar_defaults(args: argparse.Namespace) -> None:
         args.state_configmap = SidecarSettings.state_configmap or ""
 
 
-def seconds(text: str, flag: str) -> float:
-    """``5s``, ``10m``, ``1h30m``, or plain (fractional) seconds such as ``0.5``."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = parse_duration(text, flag)
-    if value < 0:
-        raise ConfigError(f"{flag}: {text!r} is negative")
-    return value
-
-
 def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     """The sidecar: runs until SIGTERM/SIGINT; 0 after a clean shutdown, 2 when it cannot start."""
     import signal
@@ -58,6 +47,10 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     if args.live_file:
         raise ConfigError("run watches the API server; --live-file is for diff and sync")
     sidecar_defaults(args)
+    # every duration checked before anything starts: a bad one is exit 2 now, not after the clone
+    durations = {dest: seconds(getattr(args, dest), flag, "SYNCER_" + flag[2:].upper().replace("-", "_"))
+                 for dest, flag in (("debounce", "--debounce"), ("resync", "--resync"),
+                                    ("lease_duration", "--lease-duration"), ("shutdown_grace", "--shutdown-grace"))}
     git_token = clients.read_secret(args.git_token_file, "--git-token-file")
     forge = clients.forge(args)
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", ""), git_token,
@@ -108,15 +101,14 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             installation = args.installation or default_installation(ws.path)
             logs.setup(args.log_format, installation=installation, secrets=secrets)
             notifier = clients.notifier(args.notify_url, clients.http_client(), secrets) if args.notify_url else None
-            lease_duration = seconds(args.lease_duration, "--lease-duration")
+            lease_duration = durations["lease_duration"]
             settings = SidecarSettings(
                 loop=LoopSettings(installation, Mode(args.mode), reproduce(args, installation),
-                                  debounce=seconds(args.debounce, "--debounce"),
-                                  resync=seconds(args.resync, "--resync")),
+                                  debounce=durations["debounce"], resync=durations["resync"]),
                 listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
                 lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
                 config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps
-                grace=seconds(args.shutdown_grace, "--shutdown-grace"))
+                grace=durations["shutdown_grace"])
             sidecar = Sidecar(clients.sidecar_kube(args), ws, settings, forge=forge, notifier=notifier)
             sidecar.server, early = early, None  # the sidecar answers the probes from now on
             try:
