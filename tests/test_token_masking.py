@@ -25,7 +25,7 @@ from syncer.forges import api_url, make_forge
 from syncer.forges._http import ForgeHttp
 from syncer.forges.githubapp import InstallationToken, expiry
 from syncer.kube.errors import api_error
-from syncer.masking import FRAGMENT, excerpt, mask_fragments
+from syncer.secrets.masking import FRAGMENT, excerpt, mask_fragments
 
 APP_ID = "123456"
 

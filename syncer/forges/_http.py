@@ -32,9 +32,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from syncer import httpbound, masking
+from syncer import httpbound
+from syncer.secrets import masking
 from syncer.errors import ForgeError
-from syncer.redact import redact_text, redact_url
+from syncer.secrets.redact import redact_text, redact_url
 
 log = logging.getLogger("syncer.forges")
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import urllib3
 
-from syncer import masking
+from syncer.secrets import masking
 from syncer.errors import ClusterError, Forbidden, Unreachable
 
 
