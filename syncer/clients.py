@@ -41,7 +41,11 @@ def live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:
     """The sidecar's API client: a larger pool, since each watch holds one connection open."""
-    return kube_client(args.kubeconfig, args.context, read_yaml=parse_documents, pool_size=64)
+    from syncer.kube.budget import BUDGET
+
+    client = kube_client(args.kubeconfig, args.context, read_yaml=parse_documents, pool_size=64)
+    client.budget = BUDGET  # its answers and its watch streams: one memory budget
+    return client
 
 
 def read_secret(path: str | None, flag: str) -> str:
