@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from syncer.model import ObjectRef
 
@@ -107,20 +106,3 @@ def unreadable_message(ref: ObjectRef, exc: Exception, written: bool) -> str:
     effect = ("its kind is written back, so it is not synced" if written
               else "its kind is only reported, so it is skipped")
     return f"{ref}: syncer's account may not read it ({detail}); {effect}; to grant it, {grant_hint(ref)}"
-
-
-def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
-    """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
-    from syncer.config import load_config
-    from syncer.gather.collect import live_reads
-    from syncer.sources.manifests import host_dir
-    from syncer.writeback.deliver import load_installation
-
-    config = load_config(host_dir(repo, installation), installation, namespace=namespace)
-    loaded = load_installation(repo, installation, config)
-    values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
-    head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
-            f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")
-    tail = "".join(f"# not covered: {ref} is outside namespace {config.namespace} (the chart's Role is namespaced)\n"
-                   for ref in values.elsewhere)
-    return head + values.text + tail

@@ -14,7 +14,7 @@ could be compared.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -28,7 +28,7 @@ from syncer.gather.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
 from syncer.detect.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
 from syncer.gather.live import LiveSource
-from syncer.sources.manifests import Manifests
+from syncer.sources.manifests import GitObject, Manifests
 from syncer.detect.tracking import tracking
 from syncer.model import Drift, GitSays, ObjectRef, Path, Result, Track
 
@@ -156,13 +156,27 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
                   {} if history else None, source.immutable)
 
 
-def answer(history: GitHistory, questions: Sequence[Question], manifests: Manifests) -> dict[Question, Answer]:
-    """What git's history says of each question, in order (its time budget is the detection's)."""
+#: Which file's git history tells who changed an object's fields (``Source.history_file``).
+HistoryFile = Callable[[GitObject], "str | None"]
+
+
+def _own_file(obj: GitObject) -> str | None:
+    return obj.file
+
+
+def answer(history: GitHistory, questions: Sequence[Question], manifests: Manifests,
+           history_file: HistoryFile = _own_file) -> dict[Question, Answer]:
+    """What git's history says of each question, in order (its time budget is the detection's);
+    no answer for an object whose fields no one file's history tells of."""
     answers: dict[Question, Answer] = {}
     for question in questions:
         ref, path, applied_at = question
         obj = manifests.objects[ref]
-        said = judge(history.last_change(obj.file, obj.ref, path, applied_at, current=obj.data), applied_at)
+        file = history_file(obj)
+        if file is None:
+            answers[question] = None
+            continue
+        said = judge(history.last_change(file, obj.ref, path, applied_at, current=obj.data), applied_at)
         if said is None and history.trouble:
             said = GitSays.UNREADABLE, f"git's history could not be read: {history.trouble}"
         answers[question] = said
@@ -171,15 +185,18 @@ def answer(history: GitHistory, questions: Sequence[Question], manifests: Manife
 
 def detect_live(config: Config, manifests: Manifests, source: LiveSource, now: datetime, *,
                 store: BaseStore | None = None, observed_since: Mapping[ObjectRef, datetime] | None = None,
-                history: GitHistory | None = None, caches: Caches | None = None) -> Result:
+                history: GitHistory | None = None, history_file: HistoryFile = _own_file,
+                caches: Caches | None = None) -> Result:
     """Gather, detect, ask git's history what comparing asked, and finish: one detection.
 
-    ``caches``: what the installation remembers between passes (the sidecar keeps one; None:
-    a fresh one, nothing to reuse)."""
+    ``history_file``: the file whose history tells of an object's fields (its source's
+    ``history_file``; by default the object's own file). ``caches``: what the installation
+    remembers between passes (the sidecar keeps one; None: a fresh one, nothing to reuse)."""
     caches = caches if caches is not None else Caches()
     inputs = gather(config, manifests, source, caches, store=store, observed_since=observed_since,
                     history=history is not None)
     detection = engine.Detection(config, inputs, now, caches)
-    if history is None or not detection.questions:
+    questions = detection.compare()
+    if history is None or not questions:
         return detection.finish()
-    return detection.finish(answer(history, detection.questions, manifests))
+    return detection.finish(answer(history, questions, manifests, history_file))

@@ -10,14 +10,15 @@ strategic-merge patch (a file, or inline), a JSON 6902 ``add``/``replace`` (its 
 a ``configMapGenerator`` literal, else the resource file. That place must hold exactly the
 rendered value; when it does not (a transformer computed the value), when nothing holds it,
 or when it comes from a remote base or a Helm chart, the drift is reported with the reason
-and never written. Every planned edit is then proved by rendering the edited copy: the
-rendered value must be the live value, or nothing of that file is written.
+and never written. Every planned edit is then proved by rendering the edited copy (``check``,
+per edit and together: ``syncer.sources.source.proven``): the rendered value must be the live
+value and nothing else of the render may change, or that edit is not written.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path as FsPath
 from typing import Any
@@ -26,9 +27,9 @@ from syncer.errors import ConfigError
 from syncer.kinds import NEVER_WRITTEN
 from syncer.sources.kustomize.fields import HASH, map_path, read_yaml_text, same, split_image
 from syncer.sources.kustomize.layers import Layer, chain, entries, read_text, read_yaml
-from syncer.sources.kustomize.verify import rendered_as_live
+from syncer.sources.kustomize.verify import check_render
 from syncer.sources.manifests import GitObject
-from syncer.model import LINE, Action, Drift, DriftClass, Edit, FileError, ObjectRef, Path, format_path
+from syncer.model import LINE, Action, Drift, DriftClass, Edit, ObjectRef, Path, format_path
 from syncer.detect.normalize import MISSING, get_path, pointer_to_path
 from syncer.secrets.redact import REDACTED
 from syncer.yamledit import YamlEditError, YamlFile
@@ -59,17 +60,15 @@ class _NotWritable(Exception):
 
 
 class KustomizeMap:
-    """The source map of one render (``Manifests.source_map`` of a kustomize installation)."""
+    """Where the fields of one render come from, and its check of an edit (``KustomizeSource``)."""
 
     def __init__(self, repo: FsPath, installation: str, host: FsPath, root: Layer, origins: dict[ObjectRef, Origin],
                  default_namespace: str, helm: bool) -> None:
         self.repo, self.installation, self.root = repo.resolve(), installation, root
         self.host = host  # hosts/<installation>/, resolved: what is copied, read and written
         self.origins, self.default_namespace, self.helm = origins, default_namespace, helm
-        self._docs: dict[FsPath, list[Any]] = {}
-        self._verified: dict[str, list[FileError]] = {}
+        self._docs: dict[FsPath, list[Any]] = {}  # the files of this render's tree, parsed as traced
         self.objects: dict[ObjectRef, GitObject] = {}  # the render this map belongs to (set by its loader)
-        self.verifications = 0  # renders made to verify edits (bench and tests read it)
 
     # -- reading -------------------------------------------------------------------------
     def shown(self, path: FsPath) -> str:
@@ -112,7 +111,7 @@ class KustomizeMap:
         return names
 
     # -- tracing -------------------------------------------------------------------------
-    def place(self, obj: GitObject, drifts: list[Drift]) -> list[Drift]:
+    def place(self, obj: GitObject, drifts: Sequence[Drift]) -> list[Drift]:
         out = []
         for drift in drifts:
             try:
@@ -365,23 +364,16 @@ class KustomizeMap:
         return _Place(file, (Edit(mapped, drift.live, doc=index),))
 
     # -- verifying -----------------------------------------------------------------------
-    def verify(self, repo: FsPath, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        # The same edits of the same render, verified again (the sidecar plans held drifts
-        # every pass): the answer is a pure function of the texts and the drifts.
-        key = hashlib.sha256(repr((sorted(texts.items()), [(str(d.ref), d.path, d.file, repr(d.live))
-                                                           for d in drifts])).encode()).hexdigest()
-        if key not in self._verified:
-            if len(self._verified) >= 64:
-                self._verified.clear()
-            self._verified[key] = self._verify(texts, drifts)
-        return list(self._verified[key])
-
-    def _verify(self, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        self.verifications += 1
+    def check(self, texts: Mapping[str, str], drifts: Sequence[Drift]) -> list[str | None]:
+        """Render with ``texts`` (repo-relative file -> text) in place of the files: for each of
+        ``drifts``, why its field does not render as its live value (or the edits change more of
+        the render than the drifted values), or None."""
         inside = self.root.dir.relative_to(self.host).as_posix() if self.root.dir != self.host else ""
         before = {ref: obj.data for ref, obj in self.objects.items()}
-        return rendered_as_live(self.host, self.shown(self.host), self.shown(self.root.dir), inside, texts, drifts,
-                                self.default_namespace, self.helm, before)
+        prefix = self.shown(self.host) + "/"
+        edited = {file.removeprefix(prefix): text for file, text in texts.items()}
+        return check_render(self.host, self.shown(self.root.dir), inside, edited, drifts, self.default_namespace,
+                            self.helm, before)
 
 
 __all__ = ["KustomizeMap", "Origin"]
