@@ -187,7 +187,7 @@ def test_inner_judgement_is_bounded() -> None:
 @pytest.mark.parametrize("value,what", [
     ("https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/abcdefghijklmnopqrstuvwx", "Slack webhook"),
     ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe"),
-    ("AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "Google"),
+    ("AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "gcp api key"),
     ("ASIAY34FZKBOKMUTVV7A", "AWS"),
     ("sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "OpenAI"),
     ("Authorization: Bearer " + "0123456789abcdef" * 2, "bearer"),

@@ -7,9 +7,10 @@ what may still be left of a known secret:
 
 1. the known secrets (the forge token, a GitHub App's installation tokens, git's Basic value),
    whole and URL-encoded (``redact.redact_text``);
-2. every credential *shape* the secret check knows (``credshapes.MASKABLE``: prefixed tokens of
-   GitHub in both of its formats, GitLab, Slack, cloud keys; JWTs such as a service-account
-   token; ``Bearer``/``Basic``/``token`` header values), whether or not syncer knows the value;
+2. every credential *shape* the secret check knows (``shapes.MASKABLE``: prefixed tokens of
+   GitHub in both of its formats, GitLab, Slack; JWTs such as a service-account token;
+   ``Bearer``/``Basic``/``token`` header values; and every finding of the maintained rules,
+   ``rules``), whether or not syncer knows the value;
 3. URL user info (``redact.redact_url``);
 4. after the cut, any run of token characters that shares ``FRAGMENT`` characters in a row with
    a known secret: what is left of one that was split across two lines or cut.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from syncer.secrets.rules import catalogue
 from syncer.secrets.shapes import MASKABLE
 from syncer.secrets.redact import MASK, redact_text, redact_url
 
@@ -42,6 +44,14 @@ def mask(text: str, known: Sequence[str] = ()) -> str:
     text = redact_text(text, known)
     for pattern in MASKABLE:
         text = pattern.sub(_keep_scheme, text)
+    merged: list[list[int]] = []
+    for start, end in sorted((a, b) for _, a, b in catalogue().findings(text)):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    for start, end in reversed(merged):  # the maintained rules' findings, from the end: offsets stay true
+        text = text[:start] + MASK + text[end:]
     return redact_url(text)
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from syncer.secrets import lookalike
 from syncer.bounds import InputRejected, load_json
-from syncer.secrets.shapes import MAX_TEXT, binary_text, decoded_credentials, shape, utf8_base64
+from syncer.secrets.shapes import DOCKER_LOGIN, MAX_TEXT, binary_text, decoded_credentials, shape, utf8_base64
 from syncer.cache import Caches, text_key
 from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, key_words
 
@@ -111,6 +111,28 @@ def _inner_key(key: str, value: Any, patterns: Sequence[str]) -> bool:
     if words == ["auth"]:
         return isinstance(value, str) and decoded_credentials(value.strip().strip("\"'"))
     return words == ["pwd"] and isinstance(value, str) and not value.strip().startswith(("/", "~"))
+
+
+#: What logs a docker client in to a registry, in a ``config.json`` (``auths``) or ``.dockercfg``
+#: entry: present and not empty, it is a credential however it is encoded (``auth`` is base64 of
+#: ``user:password``, also of non-ASCII text or URL-safe; ``identitytoken`` an OAuth refresh token).
+_DOCKER_LOGIN_KEYS = ("auth", "identitytoken", "registrytoken", "password")
+
+
+def _registry(key: str) -> bool:
+    """Does a top-level ``.dockercfg`` key name a registry (``https://index.docker.io/v1/``, ``reg.io:5000``)?"""
+    return "." in key or "://" in key or key.startswith("localhost")
+
+
+def docker_login(doc: Any) -> bool:
+    """Is ``doc`` (parsed JSON or YAML) a docker client config holding a registry login?"""
+    if not isinstance(doc, dict):
+        return False
+    auths = doc.get("auths")
+    entries = list(auths.values()) if isinstance(auths, dict) else \
+        [v for k, v in doc.items() if isinstance(k, str) and _registry(k)]
+    return any(isinstance(e, dict) and any(_real(e.get(k)) for k in _DOCKER_LOGIN_KEYS
+                                            if isinstance(e.get(k), str)) for e in entries)
 
 
 def _quoted(key: str) -> str:
@@ -187,12 +209,20 @@ class _Judge:
                 doc = load_json(stripped, "value", max_values=MAX_WALK)
             except (InputRejected, ValueError):
                 doc = None
+            if docker_login(doc):
+                return "a docker registry login inside the value (config.json)"
             if isinstance(doc, (dict, list)):
                 return self.walk(doc, depth, "JSON")
+            if DOCKER_LOGIN.search(stripped):  # a config.json no JSON parser reads (comments, trailing text)
+                return "a docker registry login inside the value (a config.json that is not quite JSON)"
+        if "auths" in stripped and len(stripped) <= MAX_YAML and docker_login(_yaml(stripped)):
+            return "a docker registry login inside the value (YAML)"
         why = self.lines(text, depth)  # linear, and enough for most files (YAML's block mappings too)
         if why or len(stripped) > MAX_YAML or not _YAML_ONLY.search(stripped):
             return why
         doc = _yaml(stripped)  # what lines cannot say: list items with a name, flow collections
+        if docker_login(doc):
+            return "a docker registry login inside the value (YAML)"
         return self.walk(doc, depth, "YAML") if isinstance(doc, (dict, list)) else None
 
     def lines(self, text: str, depth: int) -> str | None:
