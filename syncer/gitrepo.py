@@ -119,7 +119,7 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
     if done.returncode != 0:
         known = _token_forms(identity, git_env)
         stderr = masking.mask(done.stderr + "\n" + done.stdout, known)
-        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        lines = failure_lines(stderr, known)
         rejected = next((ln for ln in lines if "[rejected]" in ln or "[remote rejected]" in ln), None)
         if rejected:
             lines.insert(0, "! " + rejected.lstrip("!").strip())
@@ -128,10 +128,16 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
         if redirected:
             useful += (f" (a redirect: syncer follows none, so the git token goes to no other server; set --remote "
                        f"to the repository's current URL)")
-        useful = masking.mask_fragments(useful, known)  # what is left of a token split across lines
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
                        transient=not redirected and _transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")
+
+
+def failure_lines(text: str, known: list[str]) -> list[str]:
+    """The non-empty lines of git's (masked) output, each also cleared of what is left of a
+    known secret: a server that echoes the token split across two ``remote:`` lines shows
+    neither half, whichever lines a message quotes."""
+    return [masking.mask_fragments(ln.strip(), known) for ln in text.splitlines() if ln.strip()]
 
 
 #: How git (with curl) says the server answered a redirect it was told not to follow.

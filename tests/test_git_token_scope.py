@@ -10,6 +10,7 @@ in clone, fetch, ls-remote or push; and the failure says what happened in one li
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,13 +22,19 @@ from tests.fakes.git_http import GitHTTPServer
 from tests.helpers import run
 
 from syncer.errors import GitError
-from syncer.gitrepo import Identity, Workspace, remote_default_branch, run_git, token_scope
+from syncer.gitrepo import Identity, Workspace, _env, failure_lines, remote_default_branch, run_git, token_scope
+from syncer.secrets import masking
 
 TOKEN = "ghs_RedirectedTokenMustNeverLeave0123456"
 
 
 def _basic(token: str = TOKEN) -> str:
     return base64.b64encode(f"x-access-token:{token}".encode()).decode()
+
+
+def _env_for(remote: GitHTTPServer) -> dict[str, str]:
+    """The environment syncer's git gets for ``remote`` with the token (to run git by hand)."""
+    return _env(Identity(token=TOKEN), f"{remote.url}/asgard.git")
 
 
 def _leaks(server: GitHTTPServer) -> list[str]:
@@ -131,3 +138,30 @@ def test_sync_against_a_redirecting_remote_exits_2_and_the_token_stays_home(
     assert TOKEN not in out + err
     assert elsewhere.requests == []
     assert git(asgard_repo, "status", "--porcelain") == ""
+
+
+def test_a_token_a_server_echoes_split_across_two_lines_is_masked(servers: tuple[GitHTTPServer, GitHTTPServer],
+                                                                   tmp_path: Path) -> None:
+    """The attacker's pass of round 4: a remote whose hook prints the token back, cut in two
+    lines, in the ``remote:`` lines a refused push quotes."""
+    remote, _ = servers
+    hook = tmp_path / "srv" / "asgard.git" / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\necho 'denied for {TOKEN[:21]}'\necho '{TOKEN[21:]} (basic {_basic()[:30]})'\n"
+                    "exit 1\n")
+    hook.chmod(0o755)
+    ws = Workspace.open_or_clone(f"{remote.url}/asgard.git", "main", tmp_path / "clone", Identity(token=TOKEN))
+    (ws.path / "hosts" / "asgard" / "notes.txt").write_text("x\n")
+    ws.commit(["hosts/asgard/notes.txt"], "a change to push")
+    with pytest.raises(GitError) as caught:  # the push as push_base sends it, its error as raised
+        ws.git("push", "--quiet", "--porcelain", "origin", "HEAD:refs/heads/main", network=True)
+    message = caught.value.message
+    assert "pre-receive hook declined" in message, message
+    # every line a message might quote (the refused push's remote: lines among them)
+    stderr = subprocess.run(["git", "-C", str(ws.path), "push", "origin", "HEAD:refs/heads/main"],
+                            capture_output=True, text=True, env={**os.environ, **_env_for(remote)}).stderr
+    assert TOKEN[:21] in stderr and TOKEN[21:] in stderr  # the server did echo it, in two lines
+    lines = failure_lines(masking.mask(stderr, [TOKEN, _basic()]), [TOKEN, _basic()])
+    quoted = "\n".join(lines)
+    assert any(ln.startswith("remote: denied for") for ln in lines), quoted
+    for secret in (TOKEN, _basic()):
+        assert not [secret[i:i + 8] for i in range(len(secret) - 7) if secret[i:i + 8] in quoted], quoted
