@@ -28,22 +28,38 @@ if TYPE_CHECKING:
     import httpx
 
     from syncer.forges import Forge
+    from syncer.forges._http import TokenSource
     from syncer.forges.githubapp import InstallationToken
     from syncer.writeback.notify import Notifier
+
+
+def impersonation(args: argparse.Namespace) -> tuple[str | None, list[str]]:
+    """kubectl's ``--as`` and ``--as-group`` (user, groups) of the parsed flags."""
+    return getattr(args, "as_user", None), list(getattr(args, "as_group", None) or [])
+
+
+def api_client(args: argparse.Namespace) -> KubeClient:
+    """The one-shot commands' API client: ``--kubeconfig``/``--context``, as ``--as``."""
+    user, groups = impersonation(args)
+    return kube_api_client(args.kubeconfig, args.context, user, groups)
 
 
 def live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
     """The snapshots of ``--live-file``, else the API server of ``--kubeconfig``/``--context``."""
     if args.live_file:
+        if impersonation(args)[0] or impersonation(args)[1]:
+            raise ConfigError("--as/--as-group impersonate a user of the API server; --live-file reads a snapshot")
         return SnapshotSource([Path(f) for f in args.live_file], namespace)
-    return KubeSource(kube_api_client(args.kubeconfig, args.context))
+    return KubeSource(api_client(args))
 
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:
     """The sidecar's API client: a larger pool, since each watch holds one connection open."""
     from syncer.kube.budget import BUDGET
 
-    client = kube_client(args.kubeconfig, args.context, read_yaml=parse_documents, pool_size=64)
+    user, groups = impersonation(args)
+    client = kube_client(args.kubeconfig, args.context, read_yaml=parse_documents, pool_size=64, impersonate=user,
+                         impersonate_groups=groups)
     client.budget = BUDGET  # its answers and its watch streams: one memory budget
     return client
 
@@ -58,9 +74,15 @@ def read_secret(path: str | None, flag: str) -> str:
         raise ConfigError(f"{flag} {path}: {exc.strerror}") from exc
 
 
-def _forge_token(args: argparse.Namespace) -> str:
+def _forge_token(args: argparse.Namespace) -> str | TokenSource:
+    """The forge credential: the token file (read again when the forge rejects it), else the
+    environment's token."""
     if args.token_file:
-        token = read_secret(args.token_file, "--token-file")
+        if not read_secret(args.token_file, "--token-file"):  # unreadable or empty: one error now
+            raise ConfigError(f"--token-file {args.token_file} is empty")
+        from syncer.forges._http import FileToken
+
+        return FileToken(args.token_file)
     else:
         token = os.environ.get("SYNCER_FORGE_TOKEN", "").strip()
     if not token:

@@ -46,7 +46,7 @@ CONFIG_NAME = "syncer.conf"
 LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers",
-             "untracked"}
+             "untracked", "optional"}
 _CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
 _IGNORE_KEYS = {"kind", "name", "namespace", "pointers", "labels", "annotations"}
 _UNTRACKED_KEYS = {"mode", "kinds"}
@@ -132,6 +132,9 @@ class Config:
     #: a field they own holds what was applied, so a difference there is git's pending change.
     appliers: tuple[str, ...] = DEFAULT_APPLIERS
     untracked: Untracked = Untracked()
+    #: Reported kinds syncer may be refused (403) without that costing "in sync": such an
+    #: object is one warning, not an error (any other object that cannot be read is one).
+    optional: frozenset[str] = frozenset()
 
     def track_for(self, kind: str) -> Track:
         if kind in NEVER_WRITTEN:
@@ -272,8 +275,22 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
                 raise ConfigError(f"{source}: appliers[{i}]: expected a field manager name, got {name!r}")
         appliers = tuple(items)
     untracked = _untracked(raw.get("untracked"), f"{source}: untracked")
+    optional = _optional(raw.get("optional"), track, f"{source}: optional")
     return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source,
-                  appliers, untracked)
+                  appliers, untracked, optional)
+
+
+def _optional(raw: Any, track: dict[str, Track], where: str) -> frozenset[str]:
+    """``optional: [ServiceAccount, Role]``: reported kinds whose 403 is only a warning. A kind
+    written back cannot be optional: what syncer cannot read, it cannot keep in sync."""
+    kinds = _expect(raw if raw is not None else [], list, where, "a list of kinds")
+    for i, kind in enumerate(kinds):
+        if not isinstance(kind, str) or not kind.strip():
+            raise ConfigError(f"{where}[{i}]: expected a kind such as ServiceAccount, got {excerpt(kind)}")
+        if track.get(kind) in (Track.WRITEBACK, Track.STABLE):
+            raise ConfigError(f"{where}[{i}]: {kind} is tracked {track[kind].value}: a kind syncer writes back "
+                              "cannot be optional (it must be readable to be kept in sync)")
+    return frozenset(kinds)
 
 
 def _selector(raw: Any, where: str) -> Selector:

@@ -10,26 +10,35 @@ errors are translated at the boundaries with ``raise ... from``.
      │    ├── EventTooLarge        (kube.budget) one watch event longer than its limit: that object's error
      │    ├── OverBudget           (kube.budget) the watch streams together hold their memory budget
      │    ├── Unreachable          (here) no complete answer: what detection raises (ClusterUnreachable is one)
-     │    ├── Forbidden            (here) 401 / 403: costs that object only (Refused is one)
+     │    ├── Forbidden            (here) 403: costs that object only (Refused is one)
+     │    ├── CredentialsRejected  (here) 401, or no credential to send: nothing can be read (Unauthorized, NoCredentials are one)
      │    ├── Unserved             (here) the object's API is not served (NotServed is one)
      │    └── KubeError            (kube) a request to the API server failed
      │         ├── ClusterUnreachable  no complete answer: refused, reset, timed out, TLS failure
      │         │    └── TooLarge       the answer grew past ``max_body`` bytes
      │         ├── Unparsable          the answer is over the nesting limit
+     │         ├── NoCredentials       the token file or the credential plugin failed: also a CredentialsRejected
      │         └── ApiError            the server answered with a non-2xx status (``.status``)
-     │              ├── Refused        401 / 403
+     │              ├── Unauthorized   401: the credentials themselves were rejected; also a CredentialsRejected
+     │              ├── Refused        403: this account may not do this
      │              ├── Conflict       409
      │              ├── NotServed      (served) discovery lacks the object's group-version or kind
      │              └── Gone           410: the resourceVersion left the server's history
      ├── GitError                  clone / commit / push failed
+     │    ├── GitAuthFailed        (gitoutcome) the remote rejected the credentials (401, "Authentication failed", publickey)
+     │    ├── GitAccessDenied      (gitoutcome) the remote knows the credentials, which may not do this (403)
+     │    ├── GitRemoteNotFound    (gitoutcome) no repository there (404, not a git repository)
+     │    └── PushRefused          (gitoutcome) a hook or the server refused the push; its ``remote:`` lines quoted
      └── ForgeError                a forge (GitHub, Gitea, GitLab) API call failed
           ├── PullRequestExists    (here) "already open": the lifecycle adopts that one
+          ├── ForgeAuthFailed      (here) the forge rejected the token (401)
           └── ForgeRateLimited     (forges._http) asked to wait past the retry budget
 
     Outside the tree: httpx's errors, as the forges' HTTP layer raises them (``httpbound``)
      ├── DeadlineExceeded (httpx.TimeoutException)   the whole exchange outran its deadline
      └── ResponseTooLarge (httpx.HTTPError)          the body passed ``max_bytes``
     and private signals caught in the module that raises them, never shown as they are:
+     ├── UsageError   (cli)                  a bad flag or environment twin: one line, exit 2
      ├── EditRefused  (yamledit._verify)     an edit would not read back as intended
      ├── _Unusual     (manifests)            a document left to ruamel's constructor
      └── _NotWritable (kustomize.sourcemap)  a field's source cannot be told or written
@@ -105,4 +114,21 @@ class Unserved(ClusterError):
 
 
 class Forbidden(ClusterError):
-    """401 / 403: the account may not read or write this (``kube.Refused``)."""
+    """403: the account may not read or write this (``kube.Refused``); it costs that object only."""
+
+
+class CredentialsRejected(ClusterError):
+    """The API server rejected syncer's credentials (401: a token expired, revoked, or of a
+    ServiceAccount deleted and made again), or there was no credential to send (the token file
+    cannot be read, the credential plugin failed). Nothing can be read with them: like
+    ``Unreachable`` it ends a detection, it is never one object's RBAC warning
+    (``kube.Unauthorized``, ``kube.NoCredentials``). Permanent (someone must give syncer a
+    valid token), though the sidecar's watches keep trying: a rotated token heals it."""
+
+
+#: What makes a whole detection impossible (raised through it, never costing one object).
+NOTHING_READABLE: tuple[type[ClusterError], ...] = (Unreachable, CredentialsRejected)
+
+
+class ForgeAuthFailed(ForgeError):
+    """The forge rejected syncer's token (401): expired, revoked, or the wrong one."""

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+
 from syncer import USER_AGENT
 from syncer.secrets import masking
 from syncer.errors import GitError
+from syncer.gitoutcome import PushOutcome, Pushed, push_outcome, remote_failure
 from syncer.secrets.redact import redact_url
 
 #: Network git commands (clone, fetch, push, ls-remote) get this long; a remote that takes
@@ -99,12 +101,17 @@ def _token_forms(identity: Identity, env: Mapping[str, str]) -> list[str]:
     return forms + [identity.token] if identity.token else forms
 
 
-def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
-            raw: bool = False, env: Mapping[str, str] | None = None, remote: str | None = None) -> str:
-    """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure.
-    The output without its final newline, or exactly as git wrote it (``raw``: a file's text).
-    ``env``: more environment for this one command. ``remote``: the URL this command talks to,
-    the only one the HTTPS token is sent to, with redirects refused."""
+#: Commands that talk to a remote: their failures are told apart (credentials, access, no repository).
+REMOTE_COMMANDS = frozenset({"clone", "fetch", "push", "ls-remote", "pull"})
+
+
+def git_process(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
+                env: Mapping[str, str] | None = None, remote: str | None = None
+                ) -> "subprocess.CompletedProcess[str]":
+    """Run ``git <args>`` with hooks off and a time limit; the finished process, whatever its exit
+    code (``run_git`` raises on failure; a push's outcome is read by ``gitoutcome.push_outcome``).
+    ``remote``: the URL this command talks to, the only one the HTTPS token is sent to; git
+    follows no redirect. Its output comes back with the token masked (``_masked``)."""
     cmd = ["git", "-c", f"core.hooksPath={NO_HOOKS}", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always",
            "-c", f"http.userAgent={USER_AGENT}", "-c", "http.followRedirects=false", *args]
     git_env = _env(identity, remote)
@@ -116,32 +123,61 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
         raise GitError(f"git {args[0]} timed out after {timeout:.0f}s", transient=True) from None
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot run: {exc.strerror or exc}", transient=False) from None
+    if done.returncode == 0:
+        return done
+    known = _token_forms(identity, git_env)
+    return subprocess.CompletedProcess(done.args, done.returncode, _masked(done.stdout, known),
+                                       _masked(done.stderr, known))
+
+
+def _masked(text: str, known: list[str]) -> str:
+    """git's output of a failed command with the token, its Basic value, credential shapes and
+    URL passwords masked, and every line cleared of what is left of a known secret (a server
+    that echoes the token split across two ``remote:`` lines shows neither half)."""
+    lines = masking.mask(text, known).split("\n")
+    return "\n".join(masking.mask_fragments(ln, known) for ln in lines)
+
+
+def failure_lines(text: str, known: list[str]) -> list[str]:
+    """The non-empty lines of git's output, masked as ``_masked`` does."""
+    return [ln.strip() for ln in _masked(text, known).splitlines() if ln.strip()]
+
+
+def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
+            raw: bool = False, env: Mapping[str, str] | None = None, remote: str | None = None) -> str:
+    """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure
+    (for a command that talks to ``remote``, told apart: ``gitoutcome.remote_failure``).
+    The output without its final newline, or exactly as git wrote it (``raw``: a file's text).
+    ``env``: more environment for this one command. ``remote``: the URL it talks to (the only one
+    the HTTPS token goes to)."""
+    done = git_process(args, cwd, identity, timeout, env, remote)
     if done.returncode != 0:
-        known = _token_forms(identity, git_env)
-        stderr = masking.mask(done.stderr + "\n" + done.stdout, known)
-        lines = failure_lines(stderr, known)
+        stderr = done.stderr + "\n" + done.stdout  # masked by git_process
+        if args[0] in REMOTE_COMMANDS:
+            told = remote_failure(stderr, redact_url(remote or _remote_arg(args)), args[0])
+            if told is not None:
+                raise told from None
+        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
         rejected = next((ln for ln in lines if "[rejected]" in ln or "[remote rejected]" in ln), None)
         if rejected:
             lines.insert(0, "! " + rejected.lstrip("!").strip())
         useful = next((ln for ln in lines if ln.startswith(("fatal:", "error:", "!", "remote:"))), lines[0] if lines else "")
         redirected = _REDIRECT.search(useful)
         if redirected:
-            useful += (f" (a redirect: syncer follows none, so the git token goes to no other server; set --remote "
-                       f"to the repository's current URL)")
+            useful += (" (a redirect: syncer follows none, so the git token goes to no other server; set --remote "
+                       "to the repository's current URL)")
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
                        transient=not redirected and _transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")
 
 
-def failure_lines(text: str, known: list[str]) -> list[str]:
-    """The non-empty lines of git's (masked) output, each also cleared of what is left of a
-    known secret: a server that echoes the token split across two ``remote:`` lines shows
-    neither half, whichever lines a message quotes."""
-    return [masking.mask_fragments(ln.strip(), known) for ln in text.splitlines() if ln.strip()]
-
-
 #: How git (with curl) says the server answered a redirect it was told not to follow.
 _REDIRECT = re.compile(r"returned error: 30[12378]\b")
+
+
+def _remote_arg(args: list[str]) -> str:
+    """The remote a command names (the word after ``--``, as syncer writes them), else ``origin``."""
+    return args[args.index("--") + 1] if "--" in args[:-1] else "origin"
 
 
 def history_runner(path: Path, identity: Identity = Identity(), fetch: bool = False,
@@ -192,6 +228,14 @@ class Workspace:
     def git(self, *args: str, network: bool = False) -> str:
         return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT,
                        remote=self.remote)
+
+    def push(self, target: str, *options: str) -> PushOutcome:
+        """Push HEAD to branch ``target`` of origin (``options``: a lease), as git told it:
+        pushed, a race, or refused (``gitoutcome.push_outcome``)."""
+        done = git_process(["push", "--quiet", "--porcelain", *options, "origin", f"HEAD:refs/heads/{target}"],
+                           self.path, self.identity, NETWORK_TIMEOUT, remote=self.remote)
+        return push_outcome(done.returncode, redact_url(done.stdout), redact_url(done.stderr), redact_url(self.remote),
+                            target)
 
     def history_git(self) -> "Callable[[list[str], float], str | None]":
         """Git for the history base (syncer/gather/history.py) in this clone: it may fetch an old
@@ -253,14 +297,18 @@ class Workspace:
         return self.head()
 
     def push_base(self) -> bool:
-        """Fast-forward the remote base branch to HEAD. False when someone pushed first (a race)."""
-        try:
-            self.git("push", "--quiet", "--porcelain", "origin", f"HEAD:refs/heads/{self.base}", network=True)
-        except GitError as exc:
-            if any(w in exc.message for w in ("rejected", "non-fast-forward", "fetch first", "stale info")):
-                return False
-            raise
-        return True
+        """Fast-forward the remote base branch to HEAD. False when someone pushed first (a race);
+        a refusal (a hook, a protected branch) or an unusable remote is raised, never a race."""
+        return self._pushed(self.push(self.base))
+
+    @staticmethod
+    def _pushed(outcome: PushOutcome) -> bool:
+        if outcome.how is Pushed.DONE:
+            return True
+        if outcome.how is Pushed.RACE:
+            return False
+        assert outcome.error is not None
+        raise outcome.error
 
     def remote_sha(self, branch: str) -> str | None:
         out = self.git("ls-remote", "--heads", "origin", f"refs/heads/{branch}", network=True)
@@ -288,15 +336,9 @@ class Workspace:
         return [line.split()[0] for line in out.splitlines() if line.split()[1:] != mine]
 
     def push_branch(self, branch: str, expected: str | None) -> bool:
-        """Point ``branch`` at HEAD, only if it still is at ``expected`` (lease). False if it moved."""
-        lease = f"--force-with-lease=refs/heads/{branch}:{expected or ''}"
-        try:
-            self.git("push", "--quiet", "--porcelain", lease, "origin", f"HEAD:refs/heads/{branch}", network=True)
-        except GitError as exc:
-            if "stale info" in exc.message or "rejected" in exc.message:
-                return False
-            raise
-        return True
+        """Point ``branch`` at HEAD, only if it still is at ``expected`` (lease). False if it moved;
+        a refusal is raised (``push_base``)."""
+        return self._pushed(self.push(branch, f"--force-with-lease=refs/heads/{branch}:{expected or ''}"))
 
     def delete_branch(self, branch: str, expected: str) -> None:
         self.git("push", "--quiet", f"--force-with-lease=refs/heads/{branch}:{expected}", "origin",

@@ -100,9 +100,19 @@ def chart_values(refs: Iterable[ObjectRef], namespace: str) -> ChartValues:
     return ChartValues("\n".join(lines) + "\n", tuple(elsewhere))
 
 
-def unreadable_message(ref: ObjectRef, exc: Exception, written: bool) -> str:
-    """One line for an object the account may not read (403): the object, the effect, the grant."""
+#: What an object syncer may not read costs, by how its kind is tracked.
+_EFFECTS = {
+    "written": "its kind is written back, so it is not synced",
+    "reported": "not compared, so the installation is not known to be in sync",
+    "optional": "its kind is optional (syncer.conf `optional:`), so it is skipped",
+}
+
+
+def unreadable_message(ref: ObjectRef, exc: Exception, effect: str) -> str:
+    """One line for an object the account may not read (403): the object, the effect
+    (``written``, ``reported``, ``optional``: its kind's tracking), the grant."""
     detail = getattr(exc, "message", str(exc))
-    effect = ("its kind is written back, so it is not synced" if written
-              else "its kind is only reported, so it is skipped")
-    return f"{ref}: syncer's account may not read it ({detail}); {effect}; to grant it, {grant_hint(ref)}"
+    fix = f"to grant it, {grant_hint(ref)}"
+    if effect == "reported":
+        fix += f" (or list {ref.kind} under `optional:` in syncer.conf, or track it `ignore`)"
+    return f"{ref}: syncer's account may not read it ({detail}); {_EFFECTS[effect]}; {fix}"

@@ -41,6 +41,20 @@ CLUSTER_SCOPED = frozenset(
     }
 )
 
+#: The kinds a Kubernetes API server serves by itself (no CRD), namespaced ones; with the
+#: cluster-scoped above, what a ``track:`` kind is checked against for its spelling when no
+#: API server is at hand (``Configmap`` -> ``ConfigMap``).
+NAMESPACED_BUILTIN = frozenset(
+    {
+        "ConfigMap", "Secret", "Service", "Endpoints", "EndpointSlice", "ServiceAccount", "Pod", "PodTemplate",
+        "ReplicationController", "PersistentVolumeClaim", "LimitRange", "ResourceQuota", "Event", "Binding",
+        "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "ControllerRevision", "Job", "CronJob",
+        "HorizontalPodAutoscaler", "PodDisruptionBudget", "Role", "RoleBinding", "Ingress", "NetworkPolicy",
+        "Lease", "CSIStorageCapacity", "PodSchedulingContext", "ResourceClaim", "ResourceClaimTemplate",
+    }
+)
+BUILTIN_KINDS = NAMESPACED_BUILTIN | CLUSTER_SCOPED
+
 #: kind -> top-level keys that hold data (a key of them present only live is drift).
 DATA_MAPS: dict[str, frozenset[str]] = {
     "ConfigMap": frozenset({"data", "binaryData"}),

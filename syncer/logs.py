@@ -72,8 +72,10 @@ class JsonFormatter(_Formatter):
 
 
 def _text_value(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return json.dumps(text) if (not text or any(c in text for c in " \"=")) else text
+    """A field's value in a text line: quoted when it holds a space, a quote or ``=``; its own
+    characters kept (an arrow stays an arrow, not ``\\u2192``), control characters escaped."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return json.dumps(text, ensure_ascii=False) if (not text or any(c in text for c in " \"=")) else text
 
 
 def setup(fmt: str, *, installation: str, secrets: Sequence[str] = (), stream: IO[str] | None = None,
@@ -94,3 +96,48 @@ def setup(fmt: str, *, installation: str, secrets: Sequence[str] = (), stream: I
     root.setLevel(logging.WARNING)
     logging.getLogger("syncer").setLevel(level)
     return handler
+
+
+class Collector(logging.Handler):
+    """A one-shot command's warnings (``syncer diff|sync|init|version``): kept, each message once, to
+    be told with the command's own output (a ``warning:`` line, the JSON document's ``warnings``)
+    instead of as bare lines on stderr while it runs."""
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
+        super().__init__(logging.WARNING)
+        self.secrets = secrets
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = redact_text(record.getMessage(), self.secrets)
+        if message not in self.messages:
+            self.messages.append(message)
+
+    def take(self) -> list[str]:
+        """The warnings said since the last ``take``."""
+        taken, self.messages = self.messages, []
+        return taken
+
+
+_COLLECTOR: Collector | None = None
+
+
+def collect(secrets: Sequence[str] = ()) -> Collector:
+    """Keep syncer's warnings from now on (until ``uncollect``); ``take_warnings`` hands them over."""
+    global _COLLECTOR
+    uncollect()
+    _COLLECTOR = Collector(secrets)
+    logging.getLogger("syncer").addHandler(_COLLECTOR)
+    return _COLLECTOR
+
+
+def uncollect() -> None:
+    global _COLLECTOR
+    if _COLLECTOR is not None:
+        logging.getLogger("syncer").removeHandler(_COLLECTOR)
+        _COLLECTOR = None
+
+
+def take_warnings() -> list[str]:
+    """The warnings a one-shot command's run said so far (none outside ``collect``)."""
+    return _COLLECTOR.take() if _COLLECTOR is not None else []

@@ -7,7 +7,9 @@ name them (``ObjectRef``) and describe what differs between git and the cluster 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 #: A path into a manifest: mapping keys (str) and sequence indexes (int), e.g.
@@ -141,6 +143,9 @@ class Drift:
     base: str = ""  # the base that decided the direction (syncer.detect.bases: last-applied, ownership, ...)
     base_why: str = ""  # what that base showed, in one line
     base_note: str = ""  # a base that was set aside, and why (a tainted last-applied annotation)
+    #: "uncertain" when managedFields credit a manager that cannot have written this value (an
+    #: applier that applied another one: ``kubectl scale`` on v1.20); ``manager`` is then None.
+    attribution: str = ""
     #: Endpoints family: the candidate hosts of the binding as this detection read them (None:
     #: no candidate list binds the Service). Never shown; what ``sync.keep_transient`` checks.
     candidates: frozenset[str] | None = None
@@ -163,6 +168,7 @@ class Drift:
             "class": self.cls.value,
             "manager": self.manager,
             "changed_at": self.changed_at,
+            **({"attribution": self.attribution} if self.attribution else {}),
             "action": self.action.value,
             "base": self.base or None,
             "base_why": self.base_why or None,
@@ -199,10 +205,15 @@ class Result:
     #: what was left out, one line each, no drift and no error: files that are no manifests (a
     #: chart's source, a template), an object the snapshot holds in another version than git's
     notes: tuple[FileError, ...] = ()
+    #: Declared objects that were not compared, each with why in a few words (``access denied
+    #: (403)``, ``API not served``, ``read failed``); its line in ``errors`` or ``warnings`` says more.
+    uncompared: tuple[tuple[ObjectRef, str], ...] = ()
 
     @property
     def in_sync(self) -> bool:
-        return not self.drifts
+        """In sync: nothing differs, and nothing kept an object from being compared (an error
+        means some declared object was not read or not compared: never "in sync")."""
+        return not self.drifts and not self.errors
 
     def writable(self) -> tuple[Drift, ...]:
         return tuple(d for d in self.drifts if d.action is Action.WRITE)
@@ -215,4 +226,23 @@ class Result:
             "errors": [e.to_json() for e in self.errors],
             "warnings": [e.to_json() for e in self.warnings],
             "notes": [e.to_json() for e in self.notes],
+            "checked": len(self.checked),
+            "not_compared": [{"kind": ref.kind, "namespace": ref.namespace, "name": ref.name, "reason": why}
+                             for ref, why in self.uncompared],
         }
+
+
+class Observed(dict["ObjectRef", datetime]):
+    """What the sidecar's watch saw: when each object's compared content last changed (the
+    mapping itself), and per object when each field last changed (``fields``; see
+    ``detect.provenance``: a managedFields time is per manager and operation, not per field)."""
+
+    def __init__(self, since: Mapping["ObjectRef", datetime] | Iterable[tuple["ObjectRef", datetime]] = (),
+                 fields: Mapping["ObjectRef", Mapping[Path, datetime]] | None = None) -> None:
+        super().__init__(since)
+        self.fields: dict[ObjectRef, Mapping[Path, datetime]] = dict(fields or {})
+
+
+def field_times(observed: Mapping["ObjectRef", datetime], ref: "ObjectRef") -> Mapping[Path, datetime] | None:
+    """When the watch saw each field of ``ref`` change (None: not watched field by field)."""
+    return observed.fields.get(ref) if isinstance(observed, Observed) else None

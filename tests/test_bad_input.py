@@ -28,7 +28,7 @@ def test_unknown_key_in_syncer_yaml(tmp_path: Path) -> None:
     code, out, err = run("diff", "asgard", "--repo", str(repo), "--live-file", str(EXAMPLE_LIVE))
     assert (code, out) == (2, "")
     assert err == ("syncer: error: hosts/asgard/syncer.conf: unknown key 'stablefor' (allowed: appliers, candidates, "
-                   "ignore, installation, namespace, secretKeys, stableFor, track, untracked)\n")
+                   "ignore, installation, namespace, optional, secretKeys, stableFor, track, untracked)\n")
 
 
 def test_unknown_installation(tmp_path: Path) -> None:

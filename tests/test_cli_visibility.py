@@ -1,5 +1,5 @@
 """What an operator sees: unreadable objects (403) named with the grant to add, exit codes that
-follow from them, ``sync --exit-code``, JSON on fatal errors, causes in words, help with
+follow from them (an object not read is not in sync, unless its kind is ``optional:``), ``sync --exit-code``, JSON on fatal errors, causes in words, help with
 descriptions and defaults, and the chart values ``syncer init`` prints."""
 
 from __future__ import annotations
@@ -32,36 +32,82 @@ def forbid_report_kinds(api: FakeKubeAPI) -> None:
         api.forbid("get", resource)
 
 
-def test_unreadable_report_kinds_are_warnings_naming_the_grant_and_diff_still_answers(
-        fake_kube: FakeKubeAPI, tmp_path: Path) -> None:
+OPTIONAL = "optional: [Service, Deployment, ServiceAccount, Role, RoleBinding]\n"
+
+
+def mark_optional(repo: Path) -> None:
+    """The report kinds of asgard marked ``optional:`` (a 403 of them is a warning), committed and pushed."""
+    git(repo, "pull", "-q", "--rebase", "origin", "main")  # a sync may have pushed meanwhile
+    conf = repo / "hosts" / "asgard" / "syncer.conf"
+    conf.write_text(conf.read_text() + OPTIONAL)
+    git(repo, "commit", "-qam", "optional report kinds")
+    git(repo, "push", "-q", "origin", "main")
+
+
+def test_unreadable_report_kinds_are_errors_naming_the_grant_and_no_in_sync_is_claimed(
+        fake_kube: FakeKubeAPI, asgard_repo: Path, tmp_path: Path) -> None:
     load_asgard_as_applied(fake_kube)
     forbid_report_kinds(fake_kube)
     kc = str(fake_kube.kubeconfig(tmp_path / "kubeconfig"))
-    code, out, err = run("diff", "asgard", "--repo", str(ROOT), "--kubeconfig", kc, "--context", "fake")
-    assert (code, err) == (1, "")  # drift found; the unreadable report kinds cost no error
+    code, out, err = run("diff", "asgard", "--repo", str(asgard_repo), "--kubeconfig", kc, "--context", "fake")
+    assert (code, err) == (2, "")  # an object not read is not one compared: whatever its kind's mode
+    assert out.splitlines()[0] == ("asgard: 4 difference(s) in 3 object(s); 4 to copy back into git; 6 of 9 declared "
+                                   "object(s) could not be compared (6 access denied (403))")
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(errors) == 6 and not [line for line in out.splitlines() if line.startswith("warning:")]
+    svc = next(e for e in errors if "Service/ai/mac-ollama" in e)
+    assert "may not read it" in svc and "not compared" in svc and "tracked.kinds.Service" in svc
+    assert "optional:" in svc  # ... and how to say it may be refused
+    assert "data.MAC_ADDRS" in out and "m1-ollama" in out  # the rest was compared
+    code, out, _ = run("diff", "asgard", "--repo", str(asgard_repo), "--kubeconfig", kc, "--context", "fake",
+                       "-o", "json")
+    doc: dict[str, Any] = json.loads(out)
+    assert code == 2 and len(doc["errors"]) == 6 and doc["in_sync"] is False
+    assert {(d["kind"], d["reason"]) for d in doc["not_compared"]} == {
+        (k, "access denied (403)") for k in ("Service", "Deployment", "ServiceAccount", "Role", "RoleBinding")}
+
+
+def test_unreadable_optional_kinds_are_warnings_naming_the_grant_and_diff_still_answers(
+        fake_kube: FakeKubeAPI, asgard_repo: Path, tmp_path: Path) -> None:
+    load_asgard_as_applied(fake_kube)
+    forbid_report_kinds(fake_kube)
+    mark_optional(asgard_repo)
+    kc = str(fake_kube.kubeconfig(tmp_path / "kubeconfig"))
+    code, out, err = run("diff", "asgard", "--repo", str(asgard_repo), "--kubeconfig", kc, "--context", "fake")
+    assert (code, err) == (1, "")  # drift found; the optional kinds' refusals cost no error
     warnings = [line for line in out.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 6 and not [line for line in out.splitlines() if line.startswith("error:")]
     svc = next(w for w in warnings if "Service/ai/mac-ollama" in w)
-    assert "may not read it" in svc and "only reported" in svc and "tracked.kinds.Service" in svc
+    assert "may not read it" in svc and "optional" in svc and "tracked.kinds.Service" in svc
     assert "data.MAC_ADDRS" in out and "m1-ollama" in out  # the rest was compared
-    code, out, _ = run("diff", "asgard", "--repo", str(ROOT), "--kubeconfig", kc, "--context", "fake", "-o", "json")
+    code, out, _ = run("diff", "asgard", "--repo", str(asgard_repo), "--kubeconfig", kc, "--context", "fake",
+                       "-o", "json")
     doc: dict[str, Any] = json.loads(out)
     assert code == 1 and doc["errors"] == [] and len(doc["warnings"]) == 6
     assert {w["file"] for w in doc["warnings"]} == {"hosts/asgard/ollama-backends.yaml",
                                                     "hosts/asgard/ollama-endpoint-manager.yaml"}
 
 
-def test_sync_commits_what_it_can_exit_0_with_report_kinds_unreadable_2_with_a_written_one(
+def test_sync_commits_what_it_can_exit_0_with_optional_kinds_unreadable_2_with_a_written_one(
         fake_kube: FakeKubeAPI, asgard_repo: Path, tmp_path: Path) -> None:
     load_asgard_as_applied(fake_kube)
     forbid_report_kinds(fake_kube)
     kc = str(fake_kube.kubeconfig(tmp_path / "kubeconfig"))
     origin = asgard_repo.parent / "origin.git"
     before = git(origin, "rev-list", "--count", "main")
+    # Report kinds unreadable, not optional: what was read is still written, and the exit says 2.
+    code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--kubeconfig", kc, "--context", "fake",
+                         "--mode", "commit", "--clone-dir", str(tmp_path / "c0"))
+    assert code == 2 and "error: Service/ai/mac-ollama" in out, out
+    assert int(git(origin, "rev-list", "--count", "main")) == int(before) + 1  # the ConfigMap values went in
+    fake_kube.patch("v1", "ConfigMap", "ai", "ollama-endpoint-manager", {"data": {"MAC_ADDRS": "192.168.68.89"}},
+                    manager="kubectl-edit", time="2026-08-21T09:00:00Z")
+    mark_optional(asgard_repo)
+    before = git(origin, "rev-list", "--count", "main")
     code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--kubeconfig", kc, "--context", "fake",
                          "--mode", "commit", "--clone-dir", str(tmp_path / "c1"))
     assert (code, err) == (0, ""), out
-    assert int(git(origin, "rev-list", "--count", "main")) == int(before) + 1  # the ConfigMap values went in
+    assert int(git(origin, "rev-list", "--count", "main")) == int(before) + 1
     assert "warning: Service/ai/mac-ollama" in out
 
     # A written-back kind (ConfigMap: writeback) unreadable: an error, exit 2 -- the rest still written.
@@ -130,7 +176,7 @@ def test_a_snapshot_without_managed_fields_says_why_direction_is_unknown(tmp_pat
 
 @pytest.mark.parametrize("command,wanted", [
     ("diff", ["Exit 0 in sync, 1 drift found", "(default: text)"]),
-    ("sync", ["Copy accepted live values back", "(default: pr)", "--exit-code"]),
+    ("sync", ["Copy accepted live values back", "required unless --forge is given", "--exit-code", "examples:"]),
     ("run", ["The sidecar", "(default: 0.0.0.0:8080)", "(default: 600s)", "(default: syncer-state)"]),
     ("init", ["Write hosts/<installation>/syncer.conf", "--chart-values"]),
 ])

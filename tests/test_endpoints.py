@@ -185,7 +185,14 @@ def test_service_is_cleared_only_when_no_slice_has_a_ready_endpoint(repo: Path, 
 
 
 def test_a_port_change_is_its_own_value_drift_never_inside_a_pick(repo: Path, live: SnapshotSource) -> None:
-    live.objects[IPV4] = {**live.objects[IPV4], "ports": [{"name": "http", "port": 11435, "protocol": "TCP"}]}
+    # The manager moved the port too: the server records it as the owner of ports (an applier
+    # still credited with a value it never applied would be "attribution uncertain": tests/test_provenance.py).
+    meta = live.objects[IPV4]["metadata"]
+    managed = [*meta["managedFields"], {"apiVersion": "discovery.k8s.io/v1", "fieldsType": "FieldsV1",
+                                        "fieldsV1": {"f:ports": {}}, "manager": "slice-endpoint-manager",
+                                        "operation": "Update", "time": "2026-08-21T07:00:00Z"}]
+    live.objects[IPV4] = {**live.objects[IPV4], "metadata": {**meta, "managedFields": managed},
+                          "ports": [{"name": "http", "port": 11435, "protocol": "TCP"}]}
     result, new = run(repo, live)
     got = {(d.path_text, d.cls.value) for d in result.drifts if d.ref == IPV4}
     assert got == {("endpoints", "pick"), ("ports[0].port", "value")}

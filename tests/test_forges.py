@@ -20,7 +20,7 @@ import pytest
 
 from tests.fakes.forges import FAKES, FakeForgeServer, FakeTime, init_bare_repo
 
-from syncer.errors import ConfigError, ForgeError, PullRequestExists
+from syncer.errors import ConfigError, ForgeAuthFailed, ForgeError, PullRequestExists
 from syncer.forges import Forge, api_url, make_forge
 from syncer.forges._http import ForgeRateLimited
 from syncer.writeback.pullrequest import (
@@ -334,8 +334,8 @@ def test_401_is_permanent_names_forge_and_flag(fake: FakeForgeServer, client: ht
     with pytest.raises(ForgeError) as err:
         reconcile_pull_request(forge, HEAD, BASE, proposal())
     message = str(err.value)
-    assert not err.value.transient
-    assert message.startswith(f"token rejected by {fake.kind} at {fake.api_url}")
+    assert not err.value.transient and isinstance(err.value, ForgeAuthFailed)  # readiness drops on it
+    assert message.startswith(f"{fake.kind} at {fake.api_url} rejected syncer's token (expired or revoked?)")
     assert "--token-file/SYNCER_FORGE_TOKEN" in message
     assert wrong not in message and wrong not in repr(err.value)
     assert clock.sleeps == []

@@ -465,11 +465,24 @@ def test_two_replicas_with_leader_election_make_one_commit(agreed: Path, fake: F
     assert lease is not None and lease["spec"]["leaseTransitions"] >= 1
 
 
-def test_objects_the_role_does_not_grant_are_one_warning_each_and_the_rest_syncs(
-        agreed: Path, fake: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def mark_optional(work: Path, *kinds: str) -> None:
+    """``optional: [...]`` in asgard's config: a 403 of those report kinds is only a warning."""
+    conf = work / "hosts" / "asgard" / "syncer.conf"
+    conf.write_text(conf.read_text() + f"optional: [{', '.join(kinds)}]\n")
+    git(work, "commit", "-qam", "optional kinds")
+    git(work, "push", "-q", "origin", "main")
+
+
+@pytest.mark.parametrize("optional", [True, False], ids=["optional", "not-optional"])
+def test_objects_the_role_does_not_grant_are_one_line_each_and_the_rest_syncs(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture, optional: bool) -> None:
     """The chart's Role without the report kinds (Service, Deployment, ...): the sidecar starts,
-    is ready, says once per object which grant is missing, counts the gap per kind, and still
-    copies a ConfigMap edit back."""
+    is ready (the API server answered), says once per object which grant is missing, counts the
+    gap per kind, and still copies a ConfigMap edit back. Kinds marked ``optional`` are warnings;
+    others are errors (the installation is not known to be in sync)."""
+    if optional:
+        mark_optional(agreed, "Service", "Deployment")
+    commits = len(origin_commits(agreed))
     seed(fake, agreed)
     fake.forbid("watch", "services")
     fake.forbid("list", "deployments.apps")
@@ -480,7 +493,7 @@ def test_objects_the_role_does_not_grant_are_one_warning_each_and_the_rest_syncs
             base = f"http://127.0.0.1:{sc.server.port if sc.server else 0}"
             wait_for(lambda: sc.loop.passes >= 1, what="the first pass")
             fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "45"}}, manager="kubectl-edit")
-            wait_for(lambda: len(origin_commits(agreed)) == 3, what="the ConfigMap edit committed")
+            wait_for(lambda: len(origin_commits(agreed)) == commits + 1, what="the ConfigMap edit committed")
             ready = httpx.get(base + "/readyz")
             metrics = httpx.get(base + "/metrics").text
             time.sleep(0.5)  # refused watches keep retrying (backoff 0.05-0.2 s): no more warnings
@@ -490,11 +503,13 @@ def test_objects_the_role_does_not_grant_are_one_warning_each_and_the_rest_syncs
     assert 'syncer_unreadable_objects{installation="asgard",kind="Service"} 2.0' in metrics
     assert 'syncer_unreadable_objects{installation="asgard",kind="Deployment"} 1.0' in metrics
     said = [(r.levelname, str(getattr(r, "syncer_fields", {}).get("error", ""))) for r in caplog.records]
-    warned = [text for level, text in said if level == "WARNING" and "may not read" in text]
+    level = "WARNING" if optional else "ERROR"
+    warned = [text for lvl, text in said if lvl == level and "may not read" in text]
     assert len(warned) == 3, warned  # two Services, one Deployment: once each, not per retry
     assert any("Service/ai/mac-ollama" in w and "tracked.kinds.Service" in w for w in warned)
     assert any("Deployment/ai/ollama-endpoint-manager" in w and "tracked.kinds.Deployment" in w for w in warned)
-    assert not [text for level, text in said if level == "ERROR"]
+    assert not [text for lvl, text in said if lvl == "ERROR" and "may not read" not in text]
+    assert f'syncer_failing_objects{{installation="asgard"}} {0.0 if optional else 3.0}' in metrics
 
 
 def test_an_event_and_what_the_pass_decided_for_it_are_a_few_log_lines(
@@ -705,7 +720,7 @@ def test_syncer_run_hands_the_sidecar_its_settings_defaults(asgard_repo: Path, f
     monkeypatch.setattr(app, "Sidecar", capture)
     with pytest.raises(Captured):
         main(["run", "asgard", "--repo", str(asgard_repo), "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc")),
-              "--clone-dir", str(tmp_path / "clone")], stdout=io.StringIO(), stderr=io.StringIO())
+              "--clone-dir", str(tmp_path / "clone"), "--forge", "none"], stdout=io.StringIO(), stderr=io.StringIO())
     [settings] = seen
     expected = SidecarSettings(loop=LoopSettings("asgard"))
     assert settings.loop.mode is Mode.PR and (settings.loop.debounce, settings.loop.resync) == (5.0, 600.0)
@@ -719,7 +734,7 @@ def test_run_without_a_remote_outside_a_repository_is_one_clear_line(tmp_path: P
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     errs = io.StringIO()
-    assert main(["run", "asgard"], stdout=io.StringIO(), stderr=errs) == 2
+    assert main(["run", "asgard", "--mode", "commit"], stdout=io.StringIO(), stderr=errs) == 2
     assert errs.getvalue() == ("syncer: error: --remote URL is required: the git repository syncer clones from "
                                "and pushes to\n")
 

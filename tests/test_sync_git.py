@@ -172,8 +172,11 @@ def test_push_rejected_for_auth_is_one_clear_line(asgard_repo: Path, tmp_path: P
         code, out, err = run("sync", "asgard", "--repo", str(asgard_repo), "--live-file", str(EXAMPLE_LIVE),
                              "--mode", "commit", "--remote", f"{srv.url}/asgard.git")
     assert code == 2
-    assert err.count("\n") == 1 and err.startswith("syncer: error: git push failed:")
-    assert srv.pushes_refused >= 1
+    assert err.count("\n") == 1 and err.startswith(
+        f"syncer: error: the git remote {srv.url}/asgard.git rejected syncer's credentials (token expired or revoked?)")
+    assert "--git-token-file" in err and "git push: fatal: could not read Username" in err
+    assert srv.pushes_refused == 1  # told at once: not retried as a race
+    assert "4 difference(s)" in out.splitlines()[0]  # the drift report went out before the push
 
 
 def test_https_push_with_git_token_file(asgard_repo: Path, tmp_path: Path) -> None:

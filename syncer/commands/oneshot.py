@@ -5,32 +5,66 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from syncer import clients
+from syncer import clients, logs
 from syncer.cache import Caches
 from syncer.commands import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, checkout, reproduce
 from syncer.config import Config, load_config
-from syncer.errors import SyncerError
+from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import origin_url
 from syncer.gather.live import snapshot_note
-from syncer.sources.manifests import default_installation, host_dir
 from syncer.gather.oneshot import collection_paused, list_early
-from syncer.writeback.report import render_json, render_text
+from syncer.model import FileError, Result
+from syncer.sources.manifests import default_installation, host_dir
+from syncer.gather.selection import selection
+from syncer.writeback import extdiff
 from syncer.writeback.deliver import Mode, Outcome, deliver, dry_run
+from syncer.writeback.jsondoc import sync_outcome
+from syncer.writeback.report import render_json, render_text
+from syncer.writeback.terminal import use_color
 
 
-def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: TextIO) -> None:
-    diffs = "".join(c.unified_diff() for c in out.changes)
-    if args.output == "json":
-        doc = render_json(out.result)
-        stdout.write(doc)
-        return
-    stdout.write(render_text(out.result, diffs, color=stdout.isatty()))
+def _with_said(result: Result) -> Result:
+    """``result`` with the warnings said while it was made (``logs.take_warnings``: TLS
+    verification off, a forge's retries, ...), each once, after the result's own."""
+    said = [FileError("", m) for m in logs.take_warnings()]
+    return replace(result, warnings=result.warnings + tuple(w for w in said if w not in result.warnings))
+
+
+def _show(out: Outcome, args: argparse.Namespace, stdout: TextIO) -> None:
+    """The text output of ``diff`` and ``sync``: the summary, then the file diffs, syncer's own
+    (coloured when ``--color`` says so) or the external program's (``extdiff``)."""
+    color = use_color(args.color, stdout)
+    external = extdiff.program() is not None
+    diffs = "" if external else "".join(c.unified_diff() for c in out.changes)
+    notes: list[str] = []
+    stdout.write(render_text(out.result, diffs, color=color))
+    if external and out.changes:
+        stdout.write("\n")
+        extdiff.run(out.changes, stdout, notes=notes)
+    for note in notes:
+        stdout.write(f"note: {note}\n")
+
+
+def _print_report(out: Outcome, args: argparse.Namespace, stdout: TextIO) -> None:
+    """What was detected (text output): the summary, the file diffs, the PR text."""
+    _show(out, args, stdout)
     if out.title and (args.mode == Mode.DRY_RUN.value or (args.mode == Mode.PR.value and args.forge == "none")):
         stdout.write(f"\n--- pull request ---\ntitle: {out.title}\nlabels: {', '.join(out.labels)}\n\n{out.body}")
+    stdout.flush()
+
+
+def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: TextIO, reported: bool = False) -> None:
+    """The whole outcome; ``reported``: the drift report went out already (before the write)."""
+    if args.output == "json":
+        stdout.write(render_json(out.result, "sync", {"outcome": sync_outcome(out, args.mode, args.forge)}))
+        return
+    if not reported:
+        _print_report(out, args, stdout)
     for msg in out.messages:
         stdout.write(f"syncer: {msg}\n")
     if out.pr is not None:
@@ -54,16 +88,16 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
     source = clients.live_source(args, _namespace(repo, installation, ns))
+    only = selection(args.selector, args.object)
     list_early(source, repo, installation, ns)  # syncer.gather.oneshot
     with collection_paused():
         out = dry_run(repo, installation, source, now, reproduce(args, installation),
-                      config=_config(args, repo, installation), caches=Caches())
-    out.result = snapshot_note(source, out.result)
+                      config=_config(args, repo, installation), caches=Caches(), only=only)
+    out.result = _with_said(snapshot_note(source, out.result))
     if args.output == "json":
         stdout.write(render_json(out.result))
     else:
-        diffs = "".join(c.unified_diff() for c in out.changes)
-        stdout.write(render_text(out.result, diffs, color=stdout.isatty()))
+        _show(out, args, stdout)
     if out.result.errors:
         return EXIT_ERROR
     return EXIT_OK if out.result.in_sync else EXIT_DRIFT
@@ -71,6 +105,10 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
 
 def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     mode = Mode(args.mode)
+    only = selection(args.selector, args.object)
+    if only is not None and mode is Mode.PR:
+        raise ConfigError(f"{only.describe()}: --mode pr keeps one pull request for the whole installation, which a "
+                          "selection would shrink or close; use --mode commit or --mode dry-run")
     try:
         repo: Path | None = checkout(args)
     except SyncerError:
@@ -85,12 +123,16 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
         out = deliver(mode, repo, installation, source, now, reproduce(args, installation),
-                         config=_config(args, repo, installation), caches=Caches())
-        out.result = snapshot_note(source, out.result)
+                      config=_config(args, repo, installation), caches=Caches(), only=only)
+        out.result = _with_said(snapshot_note(source, out.result))
         _print_outcome(out, args, stdout)
         return _sync_exit(out, args)
     forge = clients.forge(args)
-    remote = args.remote or (origin_url(repo) if repo is not None else None) or str(repo)
+    remote = args.remote or (origin_url(repo) if repo is not None else None)
+    if not remote:
+        raise ConfigError(f"--mode {mode.value} pushes, and there is no git remote to push to: the repository at "
+                          f"{repo} has no remote 'origin' and no --remote was given (pass --remote URL, or "
+                          f"git -C {repo} remote add origin URL)")
     identity = clients.git_identity(args, clients.read_secret(args.git_token_file, "--git-token-file"))
     with tempfile.TemporaryDirectory(prefix="syncer-") as tmp:
         dest = Path(args.clone_dir) if args.clone_dir else Path(tmp) / "clone"
@@ -100,9 +142,25 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             installation = args.installation or default_installation(ws.path)
             source = clients.live_source(args, _namespace(ws.path, installation, args.namespace))
         config = _config(args, ws.path, installation)
-        out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
-                      caches=Caches())
-    _print_outcome(out, args, stdout)
+        detected: list[Outcome] = []
+
+        def report(found: Outcome) -> None:  # before the first write: printed whatever the push does
+            detected.append(found)
+            if args.output != "json":
+                found.result = _with_said(found.result)
+                _print_report(found, args, stdout)
+        try:
+            out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
+                          caches=Caches(), on_detected=report, only=only)
+        except SyncerError as exc:
+            if detected and args.output == "json":  # the drifts found, with why nothing was written
+                failed = replace(_with_said(detected[0].result),
+                                 errors=detected[0].result.errors + (FileError("", exc.message),))
+                stdout.write(render_json(failed, "sync", {"outcome": None}))
+                args.json_written = True
+            raise
+    out.result = _with_said(out.result)
+    _print_outcome(out, args, stdout, reported=bool(detected))
     if args.notify_url:
         for failure in _notify_outcome(args, installation, out):
             stdout.write(f"syncer: notification failed: {failure}\n")

@@ -12,17 +12,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from syncer.detect.classify import decide, parse_time, provenance
+from syncer.detect.classify import decide, parse_time
+from syncer.detect.provenance import of_field, seen_at
 from syncer.config import Candidates, Config
 from syncer.detect.diff import FieldDiff, compare
 from syncer.detect.endpoints import (ENDPOINTS, SLICE, address_class, address_root, address_set, all_addresses,
                               candidate_hosts, endpoint_ready, is_address_path, is_family, is_mirrored,
                               ready_addresses, service_of)
-from syncer.errors import ClusterError, SyncerError, Unreachable
+from syncer.errors import NOTHING_READABLE, ClusterError, SyncerError
 from syncer.detect.inputs import JSON, LiveRead, live_object
 from syncer.kinds import list_items
 from syncer.sources.manifests import GitObject, Manifests, object_ref, parse_documents
-from syncer.model import Action, Direction, Drift, DriftClass, Edit, ObjectRef, Result, Track
+from syncer.model import Action, Direction, Drift, DriftClass, Edit, ObjectRef, Path, Result, Track
 from syncer.detect.normalize import MISSING, get_path, normalize
 from syncer.detect.values import describe_change
 
@@ -102,14 +103,17 @@ def nothing_to_pick(kind: str, git: Mapping[str, Any], live: Mapping[str, Any], 
 
 def address_drift(ref: ObjectRef, file: str, git: Mapping[str, Any], live: JSON,
                   diffs: list[FieldDiff], binding: Binding, dirn: Direction, track: Track, now: datetime,
-                  stable_for: float, observed_since: datetime | None) -> Drift:
+                  stable_for: float, observed_since: datetime | None,
+                  fields: Mapping[Path, datetime] | None = None) -> Drift:
     """The one drift saying where the object now points, classified from the Service's address set."""
     kind = ref.kind
     cls = address_class(binding.addresses, binding.candidates)
     if cls is DriftClass.VALUE and all(fd.cls is DriftClass.ADDED for fd in diffs):
         cls = DriftClass.ADDED
     root = address_root(kind)
-    manager, when = provenance(live, root)
+    # the manager repointing the same subsets again keeps its entry's first time: the watch's is later
+    who = of_field(live, root, seen=seen_at(fields, root))
+    manager, when = who.manager, who.changed_at
     changed = parse_time(when) or observed_since
     action, reason = decide(kind, cls, dirn, track, changed, now, stable_for)
     git_addrs = " ".join(ready_addresses(kind, git)) or None
@@ -191,7 +195,7 @@ class Family:
         for member in members:
             try:
                 other = live if member == ref else live_object(reads, member)
-            except Unreachable:
+            except NOTHING_READABLE:
                 raise
             except ClusterError:
                 continue  # that slice reports its own error; judge with the ones we can see

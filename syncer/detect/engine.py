@@ -17,18 +17,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from syncer.detect import bases, classify, endpoints, ownership
+from syncer.detect import bases, classify, endpoints, ownership, provenance
 from syncer.detect.binding import Binding, Reads, address_drift, nothing_to_pick
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
 from syncer.config import Config
 from syncer.detect.diff import FieldDiff, align, compare
-from syncer.errors import ClusterError, ConfigError, Forbidden, Unreachable, Unserved
+from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, Forbidden, Unserved
 from syncer.grants import unreadable_message
 from syncer.detect.inputs import JSON, Answer, Inputs, Question, live_object, record_of
 from syncer.kinds import NEVER_WRITTEN
 from syncer.sources.manifests import GitObject
-from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track
+from syncer.model import (Action, Direction, Drift, DriftClass, Edit, FileError, ObjectRef, Path, Result, Track,
+                          field_times)
 from syncer.detect.normalize import normalize
 from syncer.detect.tracking import tracking
 from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, REDACTED
@@ -141,7 +142,9 @@ class _Compared:
     moved: list[FieldDiff]  # where the Service points (judged as one drift), else empty
     judged: list[tuple[FieldDiff, str | None]]  # every other difference, with why it looks secret
     observed_since: datetime | None
-    unstored: bool = False  # a field the server did not store was noted: never remembered in sync
+    unstored: bool = False
+    #: when the watch saw each field change (None: not watched field by field: a one-shot run)
+    fields: Mapping[Path, datetime] | None = None  # a field the server did not store was noted: never remembered in sync
 
 
 def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidence,
@@ -198,17 +201,21 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
     ref = obj.ref
     track = config.track_for(ref.kind)
     secret = ref.kind in NEVER_WRITTEN
+    applied = ownership.trusted_last_applied(live, tuple(config.appliers))[0]
     out = []
     if moved_verdict is not None and c.binding is not None:
         verdict = moved_verdict
         drift = address_drift(ref, obj.file, obj.data, live, c.moved, c.binding, verdict.direction, track,
-                              now, config.stable_for, c.observed_since)
+                              now, config.stable_for, c.observed_since, c.fields)
         out.append(replace(drift, base=verdict.base, base_why=verdict.why, base_note=note))
         if obj.templated and out[-1].action is not Action.REPORT:
             out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
     for (fd, looks_secret), verdict in zip(c.judged, verdicts):
         dirn = verdict.direction
-        manager, when = classify.provenance(live, fd.where_live)
+        prov = provenance.of_field(live, fd.where_live, config.appliers, applied,
+                                   provenance.seen_at(c.fields, fd.where_live))
+        manager, when = prov.manager, prov.changed_at
+        attribution = "uncertain" if prov.uncertain else ""
         if looks_secret and not secret:
             # Never copied into git, never shown anywhere (text, JSON, PR, commit, webhooks, logs).
             shown_git = None if fd.git is None else REDACTED
@@ -216,7 +223,7 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
             out.append(Drift(ref, obj.file, fd.path, shown_git, shown_live, dirn, fd.cls, Action.REPORT, manager,
                              when, "looks like a secret (value not shown)",
                              f"looks like a secret ({looks_secret}): never copied into git; keep it in a Secret",
-                             base=verdict.base, base_why=verdict.why, base_note=note))
+                             base=verdict.base, base_why=verdict.why, base_note=note, attribution=attribution))
             continue
         changed = classify.parse_time(when) or c.observed_since
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
@@ -232,12 +239,13 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
         detail = "secret value differs" if secret else describe_change(git_v, live_v, caches)
         edit = None if secret else _edit_for(fd)
         out.append(Drift(ref, obj.file, fd.path, git_v, live_v, dirn, fd.cls, action, manager, when, detail,
-                         reason, (edit,) if edit else (), base=verdict.base, base_why=verdict.why, base_note=note))
+                         reason, (edit,) if edit else (), base=verdict.base, base_why=verdict.why, base_note=note,
+                         attribution=attribution))
     return out
 
 
 #: What detection found, each in object order.
-_PARTS = ("drifts", "errors", "warnings", "unreadable", "notes", "checked")
+_PARTS = ("drifts", "errors", "warnings", "unreadable", "notes", "checked", "uncompared")
 
 
 @dataclass
@@ -250,6 +258,7 @@ class _Found:
     unreadable: list[ObjectRef] = field(default_factory=list)
     notes: list[FileError] = field(default_factory=list)
     checked: list[ObjectRef] = field(default_factory=list)
+    uncompared: list[tuple[ObjectRef, str]] = field(default_factory=list)
 
     def sizes(self) -> tuple[int, ...]:
         return tuple(len(getattr(self, name)) for name in _PARTS)
@@ -332,7 +341,7 @@ class Detection:
                 self._judged(i, compared, _verdicts(compared), judged[i])
             found = found.fill(self._places, judged)
         return Result(self.config.installation, tuple(found.drifts), tuple(found.errors), tuple(found.checked),
-                      tuple(found.warnings), tuple(found.unreadable), tuple(found.notes))
+                      tuple(found.warnings), tuple(found.unreadable), tuple(found.notes), tuple(found.uncompared))
 
     def _judge(self, i: int, out: _Found, asked: list[Question]) -> str:
         """Judge the i-th tracked object into ``out``: "reused" (known in sync), "asked" (its
@@ -370,6 +379,8 @@ class Detection:
             unstored: list[str] = []
             compared = _compare(obj, live, config, evidence, binding, since, note, self.caches, memo,
                                 unstored)
+            if compared is not None:
+                compared = replace(compared, fields=field_times(inputs.observed_since, ref))
         except (ClusterError, ConfigError) as exc:
             self._cost(ref, obj.file, exc, out)
             return "judged"
@@ -403,19 +414,27 @@ class Detection:
             self.tracked.in_sync[i] = compared.live
 
     def _cost(self, ref: ObjectRef, file: str, exc: ClusterError | ConfigError, out: _Found) -> None:
-        """An object that could not be compared: an error, or a warning for a kind only reported."""
-        if isinstance(exc, Unreachable):
+        """An object that could not be compared: an error (it was declared, so "in sync" cannot
+        be said), or a warning only for a 403 of a kind the config marks ``optional`` (and an
+        object whose API the cluster does not serve, of a kind only reported: it cannot exist)."""
+        if isinstance(exc, NOTHING_READABLE):
             raise exc  # nothing can be compared
+        written = self.config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
         if isinstance(exc, Unserved):  # an API the cluster does not serve (a CRD not installed): syncer/gather/served.py
-            error, message = unserved_outcome(exc, self.config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE))
+            error, message = unserved_outcome(exc, written)
             (out.errors if error else out.warnings).append(FileError(file, message))
+            out.uncompared.append((ref, "API not served"))
             return
         if isinstance(exc, Forbidden):  # the Role lacks this object: say which grant, go on with the rest
             out.unreadable.append(ref)
-            written = self.config.track_for(ref.kind) in (Track.WRITEBACK, Track.STABLE)
-            (out.errors if written else out.warnings).append(FileError(file, unreadable_message(ref, exc, written)))
+            optional = not written and ref.kind in self.config.optional
+            (out.warnings if optional else out.errors).append(
+                FileError(file, unreadable_message(ref, exc, "optional" if optional else "written" if written
+                                                   else "reported")))
+            out.uncompared.append((ref, "access denied (403)"))
             return
         out.errors.append(FileError(file, f"{ref}: {exc.message}"))
+        out.uncompared.append((ref, "read failed" if isinstance(exc, ClusterError) else "unusable live object"))
 
 
 def unserved_outcome(exc: Unserved, written: bool) -> tuple[bool, str]:

@@ -114,7 +114,9 @@ def make_forge(
         from syncer.forges.github import GitHubForge
 
         return GitHubForge(client, url, repo, token, **options)
-    if not isinstance(token, str):  # a token source is a GitHub App's
+    from syncer.forges._http import FileToken
+
+    if not isinstance(token, (str, FileToken)):  # any other token source is a GitHub App's
         raise ConfigError(f"--forge {kind} takes a token (--token-file), not a GitHub App")
     if kind == "gitea":
         from syncer.forges.gitea import GiteaForge

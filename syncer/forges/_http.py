@@ -11,7 +11,9 @@ It owns the rules that must not differ between forges:
   wait for ``Retry-After`` seconds, else until ``x-ratelimit-reset``/``RateLimit-Reset``;
   a wait longer than the remaining budget raises ``ForgeRateLimited`` (transient) saying
   when to retry;
-- 401/403/404 become permanent ``ForgeError``s that say what is wrong;
+- 401 is ``ForgeAuthFailed`` (the token itself; a token file is read again first, and a minted
+  token minted again), 403 a missing permission, 404 a repository not found or not visible:
+  permanent ``ForgeError``s that say what is wrong;
 - the token lives only in the per-request header; every message is passed through
   ``redact_text``, and an error body is quoted only as ``ForgeHttp.excerpt``: masked (the
   tokens, credential shapes) *before* it is cut to 300 characters, then checked again.
@@ -33,8 +35,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from syncer import httpbound
+from syncer.errors import ForgeAuthFailed, ForgeError
 from syncer.secrets import masking
-from syncer.errors import ForgeError
 from syncer.secrets.redact import redact_text, redact_url
 
 log = logging.getLogger("syncer.forges")
@@ -115,6 +117,50 @@ class StaticToken:
 
     def expire(self) -> bool:
         return False
+
+
+class FileToken:
+    """The token in a file (``--token-file``, a mounted Secret): read when first needed, and
+    again when the forge refuses it, so a rewritten file (a rotated Secret) is taken without a
+    restart. ``expire`` says whether the file now holds another token."""
+
+    def __init__(self, path: str, hint: str = "--token-file") -> None:
+        self.path, self.hint = path, f"{hint} {path}"
+        self._secret: Secret | None = None
+        self._seen: list[str] = []  # every token read, to mask them all
+
+    def __repr__(self) -> str:
+        return f"FileToken({self.path!r})"
+
+    def _read(self) -> str:
+        from pathlib import Path
+
+        try:
+            token = Path(self.path).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ForgeError(f"{self.hint}: {exc.strerror or exc}", transient=True) from None
+        if not token:
+            raise ForgeError(f"{self.hint} is empty", transient=True)
+        if token not in self._seen:
+            self._seen.append(token)
+        return token
+
+    def token(self) -> str:
+        if self._secret is None:
+            self._secret = Secret(self._read())
+        return self._secret.reveal()
+
+    def known(self) -> list[str]:
+        return list(self._seen)
+
+    def expire(self) -> bool:
+        old = self._secret.reveal() if self._secret is not None else None
+        try:
+            new = self._read()
+        except ForgeError:
+            return False
+        self._secret = Secret(new)
+        return new != old
 
 
 class ForgeHttp:
@@ -323,10 +369,9 @@ class ForgeHttp:
         status = response.status_code
         body = self.excerpt(response.text)
         if status == 401:
-            message = (
-                f"token rejected by {self.forge} at {self.shown_url}: check "
-                f"{self._token.hint} ({shown} -> 401: {body})"
-            )
+            return ForgeAuthFailed(self.redact(
+                f"{self.forge} at {self.shown_url} rejected syncer's token (expired or revoked?): check "
+                f"{self._token.hint} ({shown} -> 401: {body})"), transient=False)
         elif status == 403:
             needed = permission or ("read" if shown.startswith("GET ") else "write")
             message = (

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._client import ForgeClient
+from syncer.forges._http import TokenSource
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
@@ -68,7 +69,8 @@ class GiteaForge(ForgeClient):
     auth_header = "Authorization"
     auth_scheme = "token"
 
-    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str, **options: Any) -> None:
+    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str | TokenSource,
+                 **options: Any) -> None:
         super().__init__(client, api_url, repo, token, **options)
         owner, _, name = repo.partition("/")
         self._repo = f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"

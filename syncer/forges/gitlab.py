@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import Params
+from syncer.forges._http import Params, TokenSource
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 
@@ -54,7 +54,8 @@ class GitLabForge(ForgeClient):
     auth_scheme = ""
     account_field = "username"
 
-    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str, **options: Any) -> None:
+    def __init__(self, client: httpx.Client, api_url: str, repo: str, token: str | TokenSource,
+                 **options: Any) -> None:
         super().__init__(client, api_url, repo, token, **options)
         self._project = f"/projects/{quote(repo, safe='')}"
 

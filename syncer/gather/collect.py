@@ -8,8 +8,8 @@ state record of the objects to be compared, and, once comparing has asked, git's
 commands and every sidecar pass.
 
 A read that fails for one object (a 403, an error answer, an object not watched) is kept as
-that object's outcome; an API server that cannot be reached at all is raised here: nothing
-could be compared.
+that object's outcome; an API server that cannot be reached at all, or that rejects syncer's
+credentials (401), is raised here: nothing could be compared.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from syncer.detect import endpoints, engine
 from syncer.detect.binding import config_map_ref
 from syncer.cache import Caches, by_identity
 from syncer.config import Config
-from syncer.errors import ClusterError, ConfigError, SyncerError, Unreachable
+from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, SyncerError
 from syncer.gather.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
 from syncer.detect.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
@@ -77,7 +77,7 @@ def _reread(source: LiveSource, ref: ObjectRef, found: object) -> LiveRead:
     for alt in ALTERNATE_VERSIONS.get((ref.api_version, ref.kind), ()) if found is None else ():
         try:
             found = source.get(replace(ref, api_version=alt))
-        except Unreachable:
+        except NOTHING_READABLE:
             raise
         except ClusterError:
             found = None  # not served or not watched under that version: absent
@@ -122,7 +122,7 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
     for ref in refs:
         try:
             found = get(ref)
-        except Unreachable:
+        except NOTHING_READABLE:
             raise  # nothing can be compared
         except SyncerError as exc:
             live[ref] = exc  # costs this object only

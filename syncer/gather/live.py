@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from operator import attrgetter
@@ -21,9 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from syncer.gather import served
-from syncer.errors import ClusterError, ConfigError
+from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError
 from syncer.kinds import list_items
-from syncer.kube import ApiError, ClusterUnreachable, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
+from syncer.kube import ApiError, Gone, Kube, KubeClient, KubeError, Refused, TooLarge, kube_client
 from syncer.kube.lists import named_items
 from syncer.sources.manifests import object_ref
 from syncer.yamlread import parse_documents
@@ -62,6 +63,12 @@ class LiveSource(Protocol):
         """Other apiVersions of the same group/kind the source holds ``ref`` in (a snapshot: the
         API server converts between the versions it serves); by default none."""
         return ()
+
+    def served_kinds(self) -> frozenset[str] | None:
+        """Every kind the cluster serves, when the source can tell (an API server: discovery);
+        None when it cannot (a snapshot: what it lacks may still exist). Asked only when the
+        config names a kind no manifest declares (``gather.trackcheck``)."""
+        return None
 
 
 def _documents(text: str, display: str) -> list[Any]:
@@ -143,6 +150,8 @@ CONCURRENCY = 8
 PAGE = 500
 #: ObjectRef's order (its fields in turn), as a key: sorting thousands of refs by it is twice as fast.
 _ORDER = attrgetter("api_version", "kind", "namespace", "name")
+#: Seconds the served kinds stand before discovery is asked again (``served_kinds``).
+KINDS_TTL = 300.0
 #: Kinds never listed: a LIST would read every Secret of the namespace, not only the declared.
 NEVER_LISTED = frozenset({"Secret"})
 
@@ -166,9 +175,17 @@ class KubeSource(LiveSource):
         self._early: dict[tuple[str, str, str], Future[dict[str, dict[str, Any]] | Exception]] = {}
         #: (apiVersion, kind, namespace) -> how it is read ("list" or why not)
         self.paths: dict[tuple[str, str, str], str] = {}
+        self._kinds: tuple[frozenset[str], float] | None = None  # served_kinds, and when asked
 
     def describe(self) -> str:
         return f"API server {self.kube.host}"
+
+    def served_kinds(self) -> frozenset[str] | None:
+        """Discovery's kinds, asked again after ``KINDS_TTL`` (a CRD installed meanwhile)."""
+        now = time.monotonic()
+        if self._kinds is None or now - self._kinds[1] > KINDS_TTL:
+            self._kinds = served.served_kinds(self.kube), now
+        return self._kinds[0]
 
     def get(self, ref: ObjectRef) -> dict[str, Any] | None:
         if ref in self._read:
@@ -267,7 +284,7 @@ class KubeSource(LiveSource):
                                   f"by name (GET, {self.concurrency} at a time)")
             return False
         except ClusterError as exc:
-            if isinstance(exc, ClusterUnreachable) or (isinstance(exc, ApiError) and exc.transient):
+            if isinstance(exc, NOTHING_READABLE) or (isinstance(exc, ApiError) and exc.transient):
                 raise
             self._say(key, "get", f"live reads: cannot list {where} ({exc.message}); reading by name")
             return False
@@ -316,9 +333,12 @@ def names_only(obj: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in obj.items() if k not in _SECRET_VALUES}, "metadata": meta}
 
 
-def kube_api_client(kubeconfig: str | None, context: str | None) -> KubeClient:
-    """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster."""
-    return kube_client(kubeconfig, context, read_yaml=parse_documents, pool_size=max(16, CONCURRENCY))
+def kube_api_client(kubeconfig: str | None, context: str | None, impersonate: str | None = None,
+                    impersonate_groups: Sequence[str] = ()) -> KubeClient:
+    """The API client of the CLI: kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster,
+    as ``impersonate`` (kubectl's ``--as``/``--as-group``) when given."""
+    return kube_client(kubeconfig, context, read_yaml=parse_documents, pool_size=max(16, CONCURRENCY),
+                       impersonate=impersonate, impersonate_groups=impersonate_groups)
 
 
 def snapshot_note(source: LiveSource, result: Result) -> Result:

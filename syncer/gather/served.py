@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from syncer.errors import ClusterError, Unserved
-from syncer.kube import ApiError, ClusterUnreachable, Kube
+from syncer.errors import NOTHING_READABLE, ClusterError, Unserved
+from syncer.kube import ApiError, Kube
 from syncer.model import ObjectRef
 
-__all__ = ["NotServed", "collection_path", "not_served", "object_path"]
+__all__ = ["NotServed", "collection_path", "not_served", "object_path", "served_kinds"]
 
 
 def _group(api_version: str) -> str:
@@ -51,7 +51,7 @@ def _serving(kube: Kube, ref: ObjectRef, other_groups: bool) -> list[str]:
     own = _group(ref.api_version)
     try:
         candidates = (["v1", *kube.group_versions(None)] if other_groups else kube.group_versions(own))
-    except ClusterUnreachable:
+    except NOTHING_READABLE:
         raise
     except ClusterError:
         return []  # discovery itself failed: nothing known elsewhere
@@ -61,7 +61,7 @@ def _serving(kube: Kube, ref: ObjectRef, other_groups: bool) -> list[str]:
             continue
         try:
             kube.resource(gv, ref.kind)
-        except ClusterUnreachable:
+        except NOTHING_READABLE:
             raise
         except ClusterError:
             continue  # not there, or that API's backend is down (an APIService answering 503)
@@ -97,3 +97,20 @@ def _path(kube: Kube, ref: ObjectRef, find: Callable[[ObjectRef], str]) -> str:
         if found is exc:
             raise
         raise found from exc
+
+
+def served_kinds(kube: Kube) -> frozenset[str]:
+    """Every kind the cluster serves, in any API group (discovery: the core ``v1`` and each
+    group-version ``/apis`` lists; one request each). A group-version whose discovery fails (an
+    aggregated API that is down) adds nothing; unreachable or rejected credentials are raised."""
+    kinds: set[str] = set()
+    for gv in dict.fromkeys(["v1", *kube.group_versions(None)]):
+        try:
+            doc = kube.call("GET", "/api/v1" if gv == "v1" else f"/apis/{gv}", what=f"discovery of {gv}") or {}
+        except NOTHING_READABLE:
+            raise
+        except ClusterError:
+            continue
+        kinds.update(str(r.get("kind")) for r in doc.get("resources") or []
+                     if isinstance(r, dict) and r.get("kind") and "/" not in str(r.get("name", "")))
+    return frozenset(kinds)

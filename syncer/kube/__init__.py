@@ -15,13 +15,15 @@ from syncer.kube.config import (
     IN_CLUSTER_DIR, SA_NAMESPACE_FILE, Connection, ReadYaml, context_namespace, load_connection,
 )
 from syncer.kube.errors import (
-    ApiError, ClusterUnreachable, Conflict, Gone, KubeError, Refused, TooLarge, Unparsable, api_error, cause,
+    REJECTED, ApiError, ClusterUnreachable, Conflict, Gone, KubeError, NoCredentials, Refused, TooLarge, Unauthorized,
+    Unparsable, api_error, cause,
 )
 from syncer.kube.transport import DEFAULT_TIMEOUTS, KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, Timeouts
 
 __all__ = [
     "DEFAULT_TIMEOUTS", "IN_CLUSTER_DIR", "JSON", "KEEPALIVE_COUNT", "KEEPALIVE_IDLE", "KEEPALIVE_INTERVAL",
-    "MAX_BODY", "SA_NAMESPACE_FILE", "USER_AGENT", "ApiError", "ClusterUnreachable", "Conflict", "Connection",
-    "Gone", "Kube", "KubeClient", "KubeError", "ReadYaml", "Refused", "TooLarge", "Unparsable", "WatchStream",
+    "MAX_BODY", "REJECTED", "SA_NAMESPACE_FILE", "USER_AGENT", "ApiError", "ClusterUnreachable", "Conflict",
+    "Connection", "Gone", "Kube", "KubeClient", "KubeError", "NoCredentials", "ReadYaml", "Refused", "TooLarge",
+    "Unauthorized", "Unparsable", "WatchStream",
     "api_error", "cause", "context_namespace", "kube_client", "load_connection",
 ]

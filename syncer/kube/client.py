@@ -22,12 +22,12 @@ from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
-from urllib3 import BaseHTTPResponse
+from urllib3 import BaseHTTPResponse, HTTPHeaderDict
 from urllib3.connectionpool import HTTPConnectionPool
 
 from syncer import USER_AGENT
 from syncer.bounds import MAX_JSON_DEPTH
-from syncer.errors import ClusterError
+from syncer.errors import NOTHING_READABLE, ClusterError
 from syncer.kinds import ALTERNATE_VERSIONS
 from syncer.kube.budget import Budget
 from syncer.kube.config import Connection, ReadYaml, load_connection, ssl_context
@@ -76,21 +76,17 @@ class Kube(Protocol):
     def object_path(self, ref: ObjectRef) -> str: ...
 
 
-_INSECURE_SAID: set[str] = set()
-
 #: Seconds a discovery answer that lacks a kind stands before discovery is asked again.
 DISCOVERY_MISS_TTL = 60.0
 
 
 def _say_insecure(host: str) -> None:
-    """``insecure-skip-tls-verify``: one log line per server and process, the way kubectl says
-    nothing per request, instead of urllib3's InsecureRequestWarning on every request (17 per
-    ``diff``, two lines each; thousands in a sidecar's log)."""
+    """``insecure-skip-tls-verify``: one warning per client (a process makes one), instead of
+    urllib3's InsecureRequestWarning on every request (17 per ``diff``, two lines each; thousands
+    in a sidecar's log). A one-shot command tells it with its output (``logs.Collector``)."""
     warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
-    if host not in _INSECURE_SAID:
-        _INSECURE_SAID.add(host)
-        log.warning("TLS verification is off for the API server at %s (insecure-skip-tls-verify in the "
-                    "kubeconfig): its certificate is not checked", host)
+    log.warning("TLS verification is off for the API server at %s (insecure-skip-tls-verify in the "
+                "kubeconfig): its certificate is not checked", host)
 
 
 class KubeClient:
@@ -136,11 +132,13 @@ class KubeClient:
     def close(self) -> None:
         self._pool.close()
 
-    def _headers(self, body: bytes | None, accept: str = "application/json") -> dict[str, str]:
-        headers = {"Accept": accept, "User-Agent": USER_AGENT}
+    def _headers(self, body: bytes | None, accept: str = "application/json") -> HTTPHeaderDict:
+        headers = HTTPHeaderDict({"Accept": accept, "User-Agent": USER_AGENT})
         auth = self.conn.authorization()
         if auth:
             headers["Authorization"] = auth
+        for name, value in self.conn.identity_headers():  # a header per group: HTTPHeaderDict keeps each
+            headers.add(name, value)
         if body is not None:
             headers["Content-Type"] = "application/json"
         return headers
@@ -224,7 +222,7 @@ class KubeClient:
             if self.budget is not None:
                 self.budget.give(held[0])
         if not 200 <= resp.status < 300:
-            raise api_error(resp.status, doc if isinstance(doc, dict) else data, what, self.conn.known())
+            raise self._api_error(resp.status, doc if isinstance(doc, dict) else data, what)
         if not isinstance(doc, dict):
             raise ClusterUnreachable(f"API server sent non-JSON for {what}", transient=True)
         return doc
@@ -255,8 +253,15 @@ class KubeClient:
                 body: object = self._parse(data, what)
             except ValueError:
                 body = data
-            raise api_error(resp.status, body, what, self.conn.known())
+            raise self._api_error(resp.status, body, what)
         return Stream(resp, armed, what, self.host)
+
+    def _api_error(self, status: int, body: object, what: str) -> ApiError:
+        """``api_error``, naming the credentials sent; a 401 also makes a token file be read
+        again at the next request (a rotated token heals without a restart)."""
+        if status == 401:
+            self.conn.rejected()
+        return api_error(status, body, what, self.conn.describe(), self.conn.known())
 
     # -- discovery ------------------------------------------------------------------------
 
@@ -306,13 +311,13 @@ class KubeClient:
         an older version of the same kind (EndpointSlices: v1beta1 on Kubernetes 1.19/1.20)."""
         try:
             return (api_version, *self.resource(api_version, kind))
-        except ClusterUnreachable:
+        except NOTHING_READABLE:
             raise
         except ClusterError as exc:
             for alt in ALTERNATE_VERSIONS.get((api_version, kind), ()):
                 try:
                     return (alt, *self.resource(alt, kind))
-                except ClusterUnreachable:
+                except NOTHING_READABLE:
                     raise
                 except ClusterError:
                     continue
@@ -328,7 +333,9 @@ class KubeClient:
 
 
 def kube_client(kubeconfig: str | None, context: str | None, *, read_yaml: ReadYaml, pool_size: int = 16,
-                timeouts: Timeouts | None = None) -> KubeClient:
-    """The client the CLI and the sidecar use (``read_yaml`` reads the kubeconfig: ``kube.config``)."""
-    return KubeClient(load_connection(kubeconfig, context, read_yaml=read_yaml), pool_size=pool_size,
-                      timeouts=timeouts)
+                timeouts: Timeouts | None = None, impersonate: str | None = None,
+                impersonate_groups: Sequence[str] = ()) -> KubeClient:
+    """The client the CLI and the sidecar use (``read_yaml`` reads the kubeconfig: ``kube.config``;
+    ``impersonate``: kubectl's ``--as`` and ``--as-group``)."""
+    return KubeClient(load_connection(kubeconfig, context, read_yaml=read_yaml, impersonate=impersonate,
+                                      impersonate_groups=impersonate_groups), pool_size=pool_size, timeouts=timeouts)

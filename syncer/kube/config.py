@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
+from syncer.kube.errors import NoCredentials
 
 #: YAML text and the name to show in errors -> its documents; ConfigError ``file:line`` when malformed.
 ReadYaml = Callable[[str, str], Sequence[object]]
@@ -46,11 +47,26 @@ class Connection:
     basic: tuple[str, str] | None = None
     #: Credential plugins: returns the current "Bearer ..." header (refreshing as needed).
     auth_hook: Callable[[], str] | None = None
+    #: Where the credentials come from, in words: what a 401 says to check.
+    source: str = ""
+    #: kubectl's ``--as``/``--as-group`` (or the kubeconfig user's ``as``/``as-groups``): every
+    #: request is made as this user, with these groups (the API server checks that the account
+    #: authenticated by the credentials may ``impersonate`` them).
+    impersonate: str | None = None
+    impersonate_groups: tuple[str, ...] = ()
     _file_token: tuple[float, str] = field(default=(0.0, ""), repr=False)
     _sent: str = field(default="", repr=False)  # the credential of the last header built
 
+    def identity_headers(self) -> list[tuple[str, str]]:
+        """The impersonation headers every request carries (one ``Impersonate-Group`` per group,
+        as client-go sends them: the server reads each header value as one group)."""
+        if not self.impersonate:
+            return []
+        return [("Impersonate-User", self.impersonate), *(("Impersonate-Group", g) for g in self.impersonate_groups)]
+
     def authorization(self) -> str | None:
-        """The ``Authorization`` header of the next request (``Bearer ...``, ``Basic ...``), or None."""
+        """The ``Authorization`` header of the next request (``Bearer ...``, ``Basic ...``), or None;
+        ``kube.NoCredentials`` when the token file cannot be read or the credential plugin fails."""
         value = self._authorization()
         if value:
             self._sent = value.partition(" ")[2]
@@ -63,14 +79,22 @@ class Connection:
 
     def _authorization(self) -> str | None:
         if self.auth_hook is not None:
-            return self.auth_hook()
+            try:
+                return self.auth_hook()
+            except Exception as exc:  # noqa: BLE001 -- the plugin's client raises what it likes
+                said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+                raise NoCredentials(f"syncer has no credentials to send: the credential plugin of "
+                                    f"{self.source or 'the kubeconfig'} failed: {said}") from None
         if self.token_file is not None:  # projected tokens rotate: re-read at most once a minute
             read_at, token = self._file_token
             if time.monotonic() - read_at > 60 or not token:
                 try:
                     token = self.token_file.read_text(encoding="utf-8").strip()
                 except OSError as exc:
-                    raise ConfigError(f"token file {self.token_file}: {exc.strerror or exc}") from None
+                    raise NoCredentials(f"syncer has no credentials to send: token file {self.token_file}: "
+                                        f"{exc.strerror or exc}") from None
+                if not token:
+                    raise NoCredentials(f"syncer has no credentials to send: token file {self.token_file} is empty")
                 self._file_token = (time.monotonic(), token)
             return f"Bearer {token}"
         if self.token:
@@ -78,6 +102,19 @@ class Connection:
         if self.basic is not None:
             return "Basic " + base64.b64encode(f"{self.basic[0]}:{self.basic[1]}".encode()).decode()
         return None
+
+    def rejected(self) -> None:
+        """The API server answered 401: a token file is read again at the next request (the
+        kubelet, or a person, may have written a new token since), not a minute later."""
+        self._file_token = (0.0, "")
+
+    def describe(self) -> str:
+        """Which credentials are sent, in words a person can check (never the secret itself)."""
+        if self.token_file is not None:
+            return f"the token in {self.token_file} ({self.source})" if self.source else f"the token in {self.token_file}"
+        kind = ("the credential plugin" if self.auth_hook is not None else "the token" if self.token
+                else "the client certificate" if self.cert_data else "the password" if self.basic else "no credentials")
+        return f"{kind} of {self.source}" if self.source else kind
 
 
 def _named(doc: dict[str, Any], section: str, key: str, where: str) -> dict[str, dict[str, Any]]:
@@ -115,16 +152,29 @@ def _kubeconfig_files(kubeconfig: str | None) -> list[Path]:
     return [default] if default.exists() else []
 
 
-def load_connection(kubeconfig: str | None, context: str | None, *, read_yaml: ReadYaml) -> Connection:
+def load_connection(kubeconfig: str | None, context: str | None, *, read_yaml: ReadYaml,
+                    impersonate: str | None = None, impersonate_groups: Sequence[str] = ()) -> Connection:
     """Connection settings from a kubeconfig (explicit, $KUBECONFIG, ~/.kube/config) or in-cluster.
+
+    ``impersonate``/``impersonate_groups`` are kubectl's ``--as``/``--as-group``: they replace the
+    kubeconfig user's ``as``/``as-groups``. Groups without a user are refused, as kubectl refuses
+    them (the API server would answer 400 to every request).
 
     A kubeconfig of the wrong shape (``clusters: 5``) is one clear ConfigError, never a traceback.
     """
     try:
-        return _load_connection(kubeconfig, context, read_yaml)
+        conn = _load_connection(kubeconfig, context, read_yaml)
     except (TypeError, AttributeError, KeyError, ValueError) as exc:
         where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise ConfigError(f"kubeconfig {where}: malformed ({type(exc).__name__}: {str(exc)[:80]})") from None
+    groups = tuple(g.strip() for g in impersonate_groups if g.strip())
+    if impersonate is not None and impersonate.strip():
+        conn.impersonate, conn.impersonate_groups = impersonate.strip(), groups
+    elif groups:
+        if not conn.impersonate:
+            raise ConfigError("--as-group needs --as USER: a request cannot impersonate groups without a user")
+        conn.impersonate_groups = groups
+    return conn
 
 
 #: Where a pod's service account namespace is (kubectl's default namespace inside a pod).
@@ -218,6 +268,10 @@ def _load_connection(kubeconfig: str | None, context: str | None, read_yaml: Rea
         cert_data=_file_or_data(user, "client-certificate", ubase, where),
         key_data=_file_or_data(user, "client-key", ubase, where),
     )
+    conn.source = f"user {user_name!r} in kubeconfig {where} (context {name!r})"
+    if user.get("as"):
+        conn.impersonate = str(user["as"])
+        conn.impersonate_groups = tuple(str(g) for g in user.get("as-groups") or [] if g)
     if user.get("token"):
         conn.token = str(user["token"])
     elif user.get("tokenFile"):
@@ -243,7 +297,10 @@ def _plugin_auth(kubeconfig: str | None, context: str, where: str) -> Callable[[
         config.load_kube_config(config_file=kubeconfig, context=context,  # type: ignore[no-untyped-call]
                                 client_configuration=conf)
     except (ConfigException, OSError, TypeError, ValueError) as exc:
-        raise ConfigError(f"kubeconfig {where}: {exc}") from exc
+        # an exec plugin runs here first: its failure means no credential, as a 401 does
+        said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise NoCredentials(f"syncer has no credentials to send: the credential plugin of context {context!r} in "
+                            f"kubeconfig {where} failed: {said}") from exc
 
     def header() -> str:
         # The client keeps the token under "authorization" up to v34 and "BearerToken" from v35 on.
@@ -267,7 +324,8 @@ def _in_cluster() -> Connection:
     except OSError as exc:
         raise ConfigError(f"kubeconfig {where}: {IN_CLUSTER_DIR / 'ca.crt'}: {exc.strerror or exc}") from None
     netloc = f"[{host}]" if ":" in host else host
-    return Connection(server=f"https://{netloc}:{port}", token_file=token_file, ca_data=ca)
+    return Connection(server=f"https://{netloc}:{port}", token_file=token_file, ca_data=ca,
+                      source="the pod's ServiceAccount token, projected by the kubelet")
 
 
 def ssl_context(conn: Connection) -> ssl.SSLContext:

@@ -1,7 +1,11 @@
 """Failed Kubernetes requests as our own errors, and what broke on the wire, in words.
 
-``KubeError`` and its subclasses (``ClusterUnreachable``, ``TooLarge``, ``Unparsable``, ``ApiError``,
-``Refused``, ``Conflict``, ``Gone``) are drawn in ``syncer.errors``' one tree.
+``KubeError`` and its subclasses (``ClusterUnreachable``, ``TooLarge``, ``Unparsable``, ``NoCredentials``,
+``ApiError``, ``Unauthorized``, ``Refused``, ``Conflict``, ``Gone``) are drawn in ``syncer.errors``' one tree.
+
+Authentication is not authorisation: a 401 (``Unauthorized``) means the API server does not
+take syncer's credentials at all, so nothing can be read with them; a 403 (``Refused``) means
+it knows who syncer is, and that account may not read this one object.
 
 ``api_error`` turns a non-2xx answer into one of them (the body masked, then cut, before it
 reaches a log line); ``cause`` names a transport failure (``connection refused``), not its class.
@@ -15,8 +19,8 @@ from collections.abc import Sequence
 
 import urllib3
 
+from syncer.errors import ClusterError, CredentialsRejected, Forbidden, Unreachable
 from syncer.secrets import masking
-from syncer.errors import ClusterError, Forbidden, Unreachable
 
 
 class KubeError(ClusterError):
@@ -52,8 +56,18 @@ class ApiError(KubeError):
         self.reason = reason
 
 
+class NoCredentials(KubeError, CredentialsRejected):
+    """No credential to send: the kubeconfig's token file cannot be read, its credential plugin
+    (``exec``, ``auth-provider``) failed."""
+
+
+class Unauthorized(ApiError, CredentialsRejected):
+    """401: the API server rejected the credentials themselves (expired, revoked, a token of a
+    ServiceAccount since deleted, the wrong cluster's)."""
+
+
 class Refused(ApiError, Forbidden):
-    """401 / 403: the credentials do not allow this request."""
+    """403: the account may not make this request (RBAC)."""
 
 
 class Conflict(ApiError):
@@ -64,10 +78,15 @@ class Gone(ApiError):
     """410: the resourceVersion we asked for is no longer in the server's history."""
 
 
-def api_error(status: int, body: object, what: str, known: Sequence[str] = ()) -> ApiError:
-    """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes. The message
-    quotes at most 300 characters of it, masked before the cut: ``known`` (the connection's
-    credentials) and every credential shape (a service-account JWT, ``Bearer ...``)."""
+#: What a 401 says first, wherever it is shown (stderr, /readyz, the log).
+REJECTED = "the API server rejected syncer's credentials (token expired or revoked?)"
+
+
+def api_error(status: int, body: object, what: str, credentials: str = "", known: Sequence[str] = ()) -> ApiError:
+    """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes;
+    ``credentials`` says which credentials were sent (a 401 names them: what to check). The
+    message quotes at most 300 characters of the body, masked before the cut: ``known`` (the
+    connection's credentials) and every credential shape (a service-account JWT, ``Bearer ...``)."""
     if isinstance(body, dict):
         message, reason = str(body.get("message") or ""), str(body.get("reason") or "")
     else:
@@ -75,7 +94,12 @@ def api_error(status: int, body: object, what: str, known: Sequence[str] = ()) -
     message = masking.excerpt(message, known, 300)
     if status == 410:
         return Gone(f"{what}: resourceVersion expired (410): {message}", status, reason, transient=True)
-    if status in (401, 403):
+    if status == 401:
+        check = f"check {credentials}" if credentials else "check the kubeconfig's user"
+        return Unauthorized(f"{REJECTED}: {what} -> 401 {message or 'Unauthorized'}; {check}; a ServiceAccount "
+                            "token stops working when it expires or its ServiceAccount is deleted (even if made "
+                            "again under the same name)", status, reason or "Unauthorized", transient=False)
+    if status == 403:
         return Refused(f"API server refused {what} ({status}): {message}", status, reason, transient=False)
     if status == 409:
         return Conflict(f"API server error on {what} ({status}): {message}", status, reason, transient=True)

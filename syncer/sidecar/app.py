@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from syncer.cache import Caches
 from syncer.config import Config, parse_config
-from syncer.errors import ClusterError, ConfigError
+from syncer.errors import ClusterError, ConfigError, CredentialsRejected
 from syncer.filewatch import DirWatcher
 from syncer.gitrepo import Workspace
 from syncer.kube import ApiError, Conflict, Kube, Refused
@@ -148,8 +148,10 @@ class Sidecar:
         self.metrics = Metrics(s.installation)
         self.stop_event = threading.Event()
         self.cache = LiveCache(api.host, clock=clock, on_change=self._changed)
+        self.cache.on_rejected = lambda: self.metrics.rejected("api-server")
         self.cache.lister = KubeSource(api)  # untracked objects (``untracked:``) are listed at each pass
         self.health = Health(self.cache, tick=s.tick, resync=s.resync, clock=clock)
+        self.health.git_reached()  # ``ws`` was just cloned (or fetched) from the remote: it answered
         self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
                                 on_error=lambda: self.metrics.error("watch"))
         self.override = ConfigOverride(settings.config_file, s.installation) if settings.config_file else None
@@ -166,11 +168,23 @@ class Sidecar:
                         if settings.leader_elect else None)
         self.loop = Loop(s, ws, self.cache, metrics=self.metrics, health=self.health, forge=forge, store=self.store,
                          notifier=notifier, is_leader=self.is_leader, config=self._config,
-                         on_refs=self.watches.reconcile, clock=clock, caches=self.caches)
+                         on_refs=self.watches.reconcile, clock=clock, caches=self.caches,
+                         probe=None if self.store is not None else self._probe)
         self.server: StatusServer | None = None
         self.dirwatch: DirWatcher | None = None
         self._thread: threading.Thread | None = None
         self.metrics.leader.labels(s.installation).set(0 if self.elector else 1)
+
+    def _probe(self) -> None:
+        """One request that needs accepted credentials (a pass without a state record makes it):
+        a rejection (401) is raised, any other answer means they were taken."""
+        try:
+            self.api.call("GET", "/version", what="get the API server's version")
+        except CredentialsRejected:
+            raise
+        except ClusterError:
+            return  # unreachable, or an answer without the version: the watches say which
+        self.cache.accepted()
 
     def is_leader(self) -> bool:
         return self.elector.is_leader() if self.elector is not None else True
@@ -215,6 +229,11 @@ class Sidecar:
         self.check_permissions()
         self.watches.reconcile(self.refs)
         refused = self.watches.wait_first(s.startup_timeout)
+        rejected = [e for e in refused if isinstance(e, CredentialsRejected)]
+        refused = [e for e in refused if not isinstance(e, CredentialsRejected)]
+        if rejected:  # nothing can be read: not ready until the API server takes them
+            event(log, logging.ERROR, "the API server rejects syncer's credentials: not ready; retrying with "
+                  "backoff (a new token is read at the next request)", error=rejected[0].message)
         if refused:  # each named once by its watcher; the rest of the installation goes on
             event(log, logging.WARNING, f"{len(refused)} tracked object(s) not readable by this account; syncing "
                   "the rest (see syncer_unreadable_objects)", objects=len(self.refs))

@@ -100,6 +100,7 @@ class Endpoint:
         auth = self.conn.authorization()
         if auth:
             headers.append((b"authorization", auth.encode()))
+        headers += [(name.lower().encode(), value.encode()) for name, value in self.conn.identity_headers()]
         return headers
 
 

@@ -408,7 +408,9 @@ class Multiplexer:
                 body: Any = load_json(bytes(req.buf).decode("utf-8", "replace"), req.what, max_bytes=MAX_BODY)
             except ValueError:
                 body = bytes(req.buf)
-            raise api_error(req.status or 502, body, req.what, self.ep.conn.known())
+            if req.status == 401:
+                self.ep.conn.rejected()  # a token file is read again for the next request
+            raise api_error(req.status or 502, body, req.what, self.ep.conn.describe(), self.ep.conn.known())
         if w.stopped:
             return
         if req.watching:
@@ -420,6 +422,7 @@ class Multiplexer:
             doc = load_json(bytes(req.buf).decode("utf-8"), req.what, max_bytes=MAX_BODY)
         obj, rv = listed(w.target, doc if isinstance(doc, dict) else None, req.what)
         self.cache.put(w.ref, obj)
+        self.cache.accepted()
         w.rv = rv
         self._schedule(w, 0.0)
 

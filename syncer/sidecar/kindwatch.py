@@ -36,7 +36,7 @@ from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
-from syncer.sidecar.watch import last_manager, stream
+from syncer.sidecar.watch import change_managers, stream
 
 log = logging.getLogger("syncer.watch")
 
@@ -155,6 +155,7 @@ class KindWatcher(Retrying):
         found, rv = list_collection(self.api, self.target, names)
         for name, ref in names.items():
             self.cache.put(ref, found.get(name))
+        self.cache.accepted()
         return rv
 
     def _event(self, etype: str, obj: JSON) -> None:
@@ -163,7 +164,7 @@ class KindWatcher(Retrying):
         if ref is not None and self.cache.put(ref, None if etype == "DELETED" else obj):
             # an object syncer does not track is dropped above; a change arrived: the pass that
             # handles it says what it decided
-            event(log, logging.INFO, "event", ref=ref, type=etype, manager=last_manager(obj))
+            event(log, logging.INFO, "event", ref=ref, type=etype, manager=change_managers(self.cache, ref, obj))
 
     def run(self) -> None:
         rv: str | None = None

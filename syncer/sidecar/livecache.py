@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Any
 from syncer.errors import ClusterError
 from syncer.kube import Refused
 from syncer.gather.live import LiveSource
-from syncer.model import ObjectRef
 from syncer.detect.normalize import normalize
+from syncer.detect.ownership import owner
+from syncer.detect.provenance import changed_paths
+from syncer.model import ObjectRef, Observed, Path
 
 if TYPE_CHECKING:
     from syncer.gather.live import Lister
@@ -42,9 +44,13 @@ class _Entry:
     obj: dict[str, Any] | None = None
     digest: str | None = None  # None: never listed
     changed_at: float = 0.0  # clock time the compared content last changed
+    #: clock time the watch saw each field change (``detect.provenance``), at most MAX_FIELDS paths
+    fields: dict[Path, float] | None = None
+    #: the managers owning the fields of the last change (the watch's event line)
+    changed_by: tuple[str, ...] = ()
     down_since: float | None = None  # stream broken since
     error: str | None = None  # permanent problem (403, kind not served)
-    status: int | None = None  # the API status of ``error`` (401/403: the Role lacks the object)
+    status: int | None = None  # the API status of ``error`` (403: the Role lacks the object)
     raised: ClusterError | None = None  # raised as it is by ``get`` (an API not served: syncer/gather/served.py)
 
 
@@ -80,6 +86,28 @@ def _share_fields(obj: dict[str, Any], shared: dict[str, Any]) -> None:
             entry["fieldsV1"] = held
 
 
+#: Field change times kept per object: the newest win.
+MAX_FIELDS = 64
+
+
+def _note_fields(entry: _Entry, old: dict[str, Any], new: dict[str, Any], now: float) -> None:
+    """When each field of the object changed, as the watch saw it, and who owns what changed."""
+    paths = changed_paths(normalize(old), normalize(new))
+    fields = dict(entry.fields or {})
+    for path in paths:
+        fields.pop(path, None)
+        fields[path] = now
+    while len(fields) > MAX_FIELDS:
+        fields.pop(next(iter(fields)))
+    entry.fields = fields
+    managers: list[str] = []
+    for path in paths:
+        who = owner(new, path)
+        if who is not None and who.manager not in managers:
+            managers.append(who.manager)
+    entry.changed_by = tuple(managers)
+
+
 def _digest(obj: dict[str, Any] | None) -> str:
     if obj is None:
         return "absent"
@@ -107,11 +135,16 @@ class LiveCache(LiveSource):
         self._shared: dict[str, Any] = {}  # managedFields trees by content (_share_fields)
         self.version = 0  # bumps on every change of compared content (or of a permanent error)
         self._forgotten = 0  # bumps when an entry goes: with version, what observed_since depends on
-        self._since: tuple[tuple[int, int], dict[ObjectRef, datetime]] | None = None
+        self._since: tuple[tuple[int, int], Observed] | None = None
         self.dirty_since: float | None = None  # first change not yet taken by a pass
         self.last_change: float | None = None
         self.api_ok_at: float | None = None
         self.api_error: str | None = None
+        #: The API server rejected the credentials (401), why; cleared by the next new request it
+        #: answers (``accepted``, ``stream_up``), not by events of a watch opened before.
+        self.auth_error: str | None = None
+        #: Called once per rejected request (the sidecar counts them).
+        self.on_rejected: Callable[[], None] = lambda: None
         #: Where ``list_objects`` lists from (the API server; set by the sidecar).
         self.lister: "Lister | None" = None
 
@@ -137,9 +170,14 @@ class LiveCache(LiveSource):
         with self._lock:
             entry = self._entries.setdefault(ref, _Entry())
             changed = digest != entry.digest or entry.error is not None
+            previous, listed = entry.obj, entry.digest is not None
             entry.obj, entry.down_since, entry.error, entry.raised = obj, None, None, None
             if changed:
                 entry.digest, entry.changed_at = digest, now
+                if listed and previous is not None and obj is not None:  # a change seen, not the first list
+                    _note_fields(entry, previous, obj, now)
+                else:
+                    entry.changed_by = ()
                 self._dirty(now)
             self._reached(now)
         if changed:
@@ -147,10 +185,12 @@ class LiveCache(LiveSource):
         return changed
 
     def stream_up(self, ref: ObjectRef) -> None:
+        """A watch of ``ref`` was opened: a new request the API server accepted."""
         with self._lock:
             entry = self._entries.setdefault(ref, _Entry())
             entry.down_since = None
             self._reached(self.clock())
+            self.auth_error = None
 
     def stream_down(self, ref: ObjectRef) -> None:
         with self._lock:
@@ -159,7 +199,7 @@ class LiveCache(LiveSource):
                 entry.down_since = self.clock()
 
     def fail(self, ref: ObjectRef, message: str, status: int | None = None, raised: ClusterError | None = None) -> None:
-        """A problem a retry will not fix by itself (403, kind not served); ``status`` 401/403
+        """A problem a retry will not fix by itself (403, kind not served); ``status`` 403
         makes ``get`` raise ``Refused`` (the Role lacks the object), ``raised`` that error
         itself (``served.NotServed``), anything else ClusterError."""
         with self._lock:
@@ -181,6 +221,23 @@ class LiveCache(LiveSource):
         with self._lock:
             self.api_error = message
 
+    def credentials_rejected(self, message: str) -> bool:
+        """The API server rejected syncer's credentials: not ready until it answers again (a
+        rotated token, read again at the next request, heals it without a restart). True when
+        they were taken until now (the first rejection: worth a log line)."""
+        with self._lock:
+            first, self.auth_error = self.auth_error is None, message
+        self.on_rejected()
+        return first
+
+    def accepted(self) -> None:
+        """A new request (a list, a state read) was answered: the credentials are taken again.
+        An event on a watch opened earlier proves nothing of them: the server authenticated it
+        when it began, and streams on after the token is revoked."""
+        with self._lock:
+            self._reached(self.clock())
+            self.auth_error = None
+
     def _reached(self, now: float) -> None:
         self.api_ok_at = now
         self.api_error = None
@@ -195,6 +252,11 @@ class LiveCache(LiveSource):
 
     def describe(self) -> str:
         return f"watch cache of API server {self.host}".rstrip()
+
+    def served_kinds(self) -> frozenset[str] | None:
+        """What the API server the watches read from serves (``LiveSource.served_kinds``)."""
+        served = getattr(self.lister, "served_kinds", None)
+        return served() if served is not None else None
 
     def list_objects(self, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
         """Untracked objects (``untracked:``) are not watched: listed from the API server at each pass."""
@@ -211,7 +273,7 @@ class LiveCache(LiveSource):
             if entry.error is not None:
                 if entry.raised is not None:
                     raise entry.raised
-                if entry.status in (401, 403):
+                if entry.status == 403:
                     raise Refused(entry.error, entry.status, transient=False)
                 raise ClusterError(entry.error, transient=False)
             if entry.digest is None:
@@ -221,16 +283,25 @@ class LiveCache(LiveSource):
                                    transient=True)
             return entry.obj  # replaced on change, never modified: read-only for callers
 
-    def observed_since(self) -> dict[ObjectRef, datetime]:
+    def observed_since(self) -> Observed:
         """When each object's compared content last changed, as seen by the watch."""
         with self._lock:
             # Built again only when content changed or an entry went (a digest and its change
             # time are set together with a version bump): two calls a pass, 5,000 objects.
             key = (self.version, self._forgotten)
             if self._since is None or self._since[0] != key:
-                self._since = key, {ref: datetime.fromtimestamp(e.changed_at, timezone.utc)
-                                    for ref, e in self._entries.items() if e.digest is not None}
-            return dict(self._since[1])
+                since = {ref: datetime.fromtimestamp(e.changed_at, timezone.utc)
+                         for ref, e in self._entries.items() if e.digest is not None}
+                fields = {ref: {p: datetime.fromtimestamp(t, timezone.utc) for p, t in e.fields.items()}
+                          for ref, e in self._entries.items() if e.fields}
+                self._since = key, Observed(since, fields)
+            return Observed(self._since[1], self._since[1].fields)
+
+    def changed_by(self, ref: ObjectRef) -> tuple[str, ...]:
+        """The managers owning the fields of ``ref``'s last change, as the watch saw it."""
+        with self._lock:
+            entry = self._entries.get(ref)
+            return entry.changed_by if entry is not None else ()
 
     def take_dirty(self) -> None:
         """A pass starts: changes so far are its to handle."""

@@ -105,10 +105,13 @@ class Loop:
                  notifier: "Notifier | None" = None, is_leader: Callable[[], bool] = lambda: True,
                  config: Callable[[], Config | None] = lambda: None,
                  on_refs: Callable[[set[ObjectRef]], None] = lambda _: None,
-                 clock: Callable[[], float] = time.time, caches: Caches | None = None) -> None:
+                 clock: Callable[[], float] = time.time, caches: Caches | None = None,
+                 probe: Callable[[], object] | None = None) -> None:
         """``config`` gives the ``--config`` override (None: the repository's syncer.conf);
         ``on_refs`` receives the objects to watch after each pass; ``caches``: what the
-        installation remembers across passes (None: a new one, kept by this loop)."""
+        installation remembers across passes (None: a new one, kept by this loop); ``probe``:
+        the request that tells a pass without a state record whether the API server still
+        takes syncer's credentials (``PassRunner``)."""
         self.caches = caches if caches is not None else Caches()
         self.settings, self.ws, self.cache = settings, ws, cache
         self.metrics, self.health = metrics, health
@@ -117,7 +120,7 @@ class Loop:
         self.schedule = Schedule(settings.timing, clock())
         self.runner = PassRunner(settings.installation, settings.mode, settings.reproduce, ws, cache,
                                  metrics=metrics, health=health, forge=forge, store=store, config=config,
-                                 caches=self.caches)
+                                 caches=self.caches, probe=probe)
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()

@@ -15,8 +15,11 @@ Names are part of the product contract (SPEC §3):
 plus ``syncer_unreadable_objects{installation,kind}`` (tracked objects the account may not
 read: the Role lacks their grant), ``syncer_failing_objects{installation}`` (objects or files that could not be compared in
 the latest pass: a hostile or broken object costs only itself, and this says so),
-``syncer_leader{installation}``, ``syncer_outages_total{installation}`` and
-``syncer_passes_total{installation,result}``.
+``syncer_leader{installation}``, ``syncer_ready{installation}`` (1 while ``/readyz`` answers 200,
+computed at each scrape), ``syncer_outages_total{installation}``,
+``syncer_passes_total{installation,result}`` and ``syncer_credentials_rejected_total{upstream}``
+(requests an upstream answered by rejecting syncer's credentials: ``api-server`` 401s, ``forge``
+401s, ``git`` authentication failures; ``/readyz`` is 503 while the latest answer was one).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from syncer.model import DriftClass, ObjectRef, Result
 
 #: Stages a failure is counted under.
 STAGES = ("watch", "git", "forge", "detect", "state", "object")
+#: Upstreams whose rejections of syncer's credentials are counted.
+UPSTREAMS = ("api-server", "forge", "git")
 
 
 class Metrics:
@@ -54,12 +59,19 @@ class Metrics:
         self.failing = Gauge("syncer_failing_objects",
                              "Objects or files that could not be compared in the latest pass (see the log).",
                              ["installation"], registry=r)
+        self.ready = Gauge("syncer_ready", "1 while /readyz answers 200: the API server and the git remote were "
+                           "reached recently.", ["installation"], registry=r)
         self.leader = Gauge("syncer_leader", "1 while this replica holds the leader Lease (or runs alone).",
                             ["installation"], registry=r)
         self.outages = Counter("syncer_outages", "Endpoints outages (cleared, then back) seen end to end.",
                                ["installation"], registry=r)
         self.passes = Counter("syncer_passes", "Passes run, by result (ok, error, follower).",
                               ["installation", "result"], registry=r)
+        self.credentials_rejected = Counter(
+            "syncer_credentials_rejected", "Requests an upstream (api-server, forge, git) answered by rejecting "
+            "syncer's credentials (401): an expired or revoked token.", ["upstream"], registry=r)
+        for upstream in UPSTREAMS:
+            self.credentials_rejected.labels(upstream).inc(0)
         for stage in STAGES:
             self.sync_errors.labels(stage).inc(0)
         for cls in DriftClass:
@@ -74,6 +86,10 @@ class Metrics:
 
     def error(self, stage: str) -> None:
         self.sync_errors.labels(stage).inc()
+
+    def rejected(self, upstream: str) -> None:
+        """``upstream`` (one of ``UPSTREAMS``) rejected syncer's credentials once more."""
+        self.credentials_rejected.labels(upstream).inc()
 
     def observe(self, result: Result, now: datetime, observed_since: Mapping[ObjectRef, datetime]) -> None:
         """Drift gauges from one pass's ``result``; objects no longer drifting drop out."""

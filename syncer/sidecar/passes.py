@@ -5,7 +5,7 @@ back through ``sync.deliver``: the leader in the configured mode, a follower
 (``--leader-elect``) as a dry run in the clone, for metrics only.
 
 A failure is blamed on a stage (``state``, ``git``, ``forge``, ``detect``), counted, shown
-in readiness when git failed, and retried: a transient one after the schedule's backoff, a
+in readiness when git failed or an upstream rejected syncer's credentials, and retried: a transient one after the schedule's backoff, a
 permanent one at the next change, config reload or resync. A bug (any other exception)
 costs one pass, never the sidecar.
 """
@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from syncer.cache import Caches
 from syncer.config import Config
-from syncer.errors import ForgeError, GitError, SyncerError
+from syncer.errors import CredentialsRejected, ForgeAuthFailed, ForgeError, GitError, SyncerError
+from syncer.gitoutcome import GitAuthFailed
 from syncer.gitrepo import Workspace
 from syncer.logs import event
 from syncer.sidecar.livecache import LiveCache
@@ -62,12 +63,17 @@ class PassRunner:
     def __init__(self, installation: str, mode: Mode, reproduce: str, ws: Workspace, cache: LiveCache, *,
                  metrics: Metrics, health: Health, forge: "Forge | None" = None,
                  store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None,
-                 caches: Caches | None = None) -> None:
+                 caches: Caches | None = None, probe: Callable[[], object] | None = None) -> None:
+        """``probe``: one cheap request to the API server, made at each pass without a state
+        record (whose read is that request otherwise), raising ``CredentialsRejected`` on a 401:
+        a revoked token is seen within one resync although the open watches, authenticated when
+        they began, go on streaming."""
         self.installation, self.mode, self.reproduce = installation, mode, reproduce
         self.ws, self.cache = ws, cache
         self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
         self.forge, self.store, self.config = forge, store, config
+        self.probe = probe
         #: what the installation remembers between passes (syncer/cache.py), one per installation
         self.caches = caches if caches is not None else Caches()
 
@@ -91,8 +97,12 @@ class PassRunner:
         if self.store is not None:
             report.stage = "state"
             self.store.refresh()  # direction depends on it: no pass without it
+            self.cache.accepted()  # a new request: it took the credentials
             if getattr(self.store, "rejected", None):
                 self.metrics.error("state")
+        elif self.probe is not None:
+            report.stage = "state"
+            self.probe()
         report.stage = "git"
         mode = self.mode if leader else Mode.DRY_RUN  # a follower only looks
         try:
@@ -104,6 +114,8 @@ class PassRunner:
             self.health.git_reached()
             raise
         self.health.git_reached()
+        if self.forge is not None and mode is Mode.PR:
+            self.health.forge_reached()  # the pass's forge calls worked
         return out
 
     def _failed(self, report: PassReport, exc: SyncerError, now: float, schedule: Schedule) -> None:
@@ -113,6 +125,13 @@ class PassRunner:
         self.metrics.passes.labels(self.installation, "error").inc()
         if isinstance(exc, GitError):
             self.health.git_failed(exc.message)
+        if isinstance(exc, CredentialsRejected):  # /readyz 503 at once, not a resync later
+            self.cache.credentials_rejected(exc.message)
+        elif isinstance(exc, ForgeAuthFailed):
+            self.health.forge_rejected(exc.message)
+            self.metrics.rejected("forge")
+        elif isinstance(exc, GitAuthFailed):
+            self.metrics.rejected("git")
         delay = schedule.failed(now, exc.transient)
         then = f"retrying in {delay:.0f}s" if exc.transient else "needs a fix; retrying at the next change or resync"
         event(log, logging.ERROR, f"{stage} failed; {then}", stage=stage, error=exc.message, transient=exc.transient)

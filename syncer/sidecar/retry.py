@@ -6,8 +6,12 @@ says how long to wait before the next try and reports the failure to the ``LiveC
 
 * ``Gone`` (410: the watch's version is compacted away): re-list, never re-watch that version;
   the first re-list is immediate, a second in a row backs off;
-* a refusal (401/403) or a failure retrying will not fix: the objects carry the error (``get``
-  raises), and a refusal before the first answer makes startup fail (``first_error``);
+* credentials rejected (401, or none to send): the objects carry that error, which ends a
+  pass as a whole (``get`` raises it: nothing can be compared), and the API server is marked
+  as rejecting them (``/readyz`` 503) until it answers again; retried with backoff, so a
+  rotated token heals it;
+* a refusal (403) or a failure retrying will not fix: the objects carry the error (``get``
+  raises), and a refusal before the first answer is named at startup (``first_error``);
 * anything else (connection lost, 5xx, 429): the objects are "down" (stale after a while) and
   the API server is unreachable until the next answer;
 
@@ -23,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from syncer.errors import ClusterError
+from syncer.errors import ClusterError, CredentialsRejected
 from syncer.kube import ApiError, ClusterUnreachable, Gone
 from syncer.logs import event
 from syncer.model import ObjectRef
@@ -93,14 +97,14 @@ class Retry:
                  refs: Callable[[], Iterable[ObjectRef]], *, on_restart: Callable[[], None],
                  on_error: Callable[[], None], rand: Callable[[], float] = random.random,
                  quiet_refusals: bool = True, first: Flag | None = None) -> None:
-        """``quiet_refusals``: a 401/403 is logged at DEBUG (the pass that cannot compare the
+        """``quiet_refusals``: a 403 is logged at DEBUG (the pass that cannot compare the
         object says so once, naming the grant) instead of as a warning."""
         self.cache, self.settings, self.label, self.refs = cache, settings, label, refs
         self.on_restart, self.on_error, self.rand = on_restart, on_error, rand
         self.quiet_refusals = quiet_refusals
         self.failures = 0
         #: Set once the first list and watch were answered, well or not; ``first_error`` holds
-        #: a refusal (401/403) of either, which makes startup fail.
+        #: a refusal (401/403) of either, named at startup.
         self.first: threading.Event | Flag = first if first is not None else threading.Event()
         self.first_error: ApiError | None = None
 
@@ -124,20 +128,31 @@ class Retry:
         status = error.status if isinstance(error, ApiError) else None
         self.on_error()
         refs = list(self.refs())
-        if status in (401, 403) or not error.transient:
+        if isinstance(error, CredentialsRejected):
+            for ref in refs:
+                self.cache.fail(ref, error.message, status, raised=error)
+            first = self.cache.credentials_rejected(error.message)
+            if isinstance(error, ApiError) and not self.first.is_set():
+                self.first_error = error
+            self.first.set()
+            # one line when the credentials stop working, not one per watch and retry
+            event(log, logging.ERROR if first else logging.DEBUG, "credentials rejected; retrying with backoff",
+                  ref=self.label, error=error.message)
+            return
+        if status == 403 or not error.transient:
             for ref in refs:
                 self.cache.fail(ref, error.message, status)
-            if isinstance(error, ApiError) and status in (401, 403) and not self.first.is_set():
+            if isinstance(error, ApiError) and status == 403 and not self.first.is_set():
                 self.first_error = error
         else:
             for ref in refs:
                 self.cache.stream_down(ref)
         if status is None or status >= 500 or status == 429:  # down or overloaded: not usable
             self.cache.api_unreachable(error.message)
-        else:  # it answered (403, 404): reachable, these objects have a problem of their own
-            self.cache.api_reached()
+        else:  # it answered (403, 404): reachable, the credentials taken, these objects have a problem of their own
+            self.cache.accepted()
         self.first.set()
-        if status in (401, 403) and self.quiet_refusals:  # retried quietly (a grant added later is
+        if status == 403 and self.quiet_refusals:  # retried quietly (a grant added later is
             # picked up); the pass that cannot compare it says so once, naming the grant
             event(log, logging.DEBUG, "cannot read; retrying with backoff", ref=self.label, error=error.message)
             return
@@ -157,5 +172,5 @@ class Retrying:
 
     @property
     def first_error(self) -> ApiError | None:
-        """A refusal (401/403) of the first list or watch: startup fails."""
+        """A refusal (401/403) of the first list or watch, named at startup."""
         return self.retry.first_error

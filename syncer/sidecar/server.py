@@ -5,7 +5,8 @@
                    503 otherwise (the kubelet restarts the container).
     GET /readyz    200 when the upstreams answered: the API server and the git remote were
                    both reached within the last resync interval (plus a grace for the pass
-                   itself) and the latest attempt at each did not fail. 503 with the reason
+                   itself) and the latest attempt at each did not fail, and neither the API
+                   server nor the forge rejects syncer's credentials. 503 with the reason
                    as text otherwise.
     GET /metrics   Prometheus text from the sidecar's own registry.
 
@@ -48,6 +49,8 @@ class Health:
         self.ticked_at: float | None = None
         self.git_ok_at: float | None = None
         self.git_error: str | None = None
+        #: The forge rejected syncer's token (401), why; cleared by a pass whose forge calls worked.
+        self.forge_error: str | None = None
         self.pass_since: float | None = None
 
     def loop_ticked(self) -> None:
@@ -71,6 +74,14 @@ class Health:
         with self._lock:
             self.git_error = message
 
+    def forge_rejected(self, message: str) -> None:
+        with self._lock:
+            self.forge_error = message
+
+    def forge_reached(self) -> None:
+        with self._lock:
+            self.forge_error = None
+
     def healthz(self) -> tuple[bool, str]:
         now = self.clock()
         with self._lock:
@@ -88,9 +99,11 @@ class Health:
     def readyz(self) -> tuple[bool, str]:
         now = self.clock()
         with self._lock:
-            git_ok, git_error = self.git_ok_at, self.git_error
-        problems = [p for p in (self._upstream("API server", self.cache.api_ok_at, self.cache.api_error, now),
-                                self._upstream("git remote", git_ok, git_error, now)) if p]
+            git_ok, git_error, forge_error = self.git_ok_at, self.git_error, self.forge_error
+        api_error = self.cache.auth_error or self.cache.api_error
+        problems = [p for p in (self._upstream("API server", self.cache.api_ok_at, api_error, now),
+                                self._upstream("git remote", git_ok, git_error, now),
+                                f"forge: {forge_error}" if forge_error else None) if p]
         if problems:
             return False, "".join(p + "\n" for p in problems)
         return True, "ok\n"
@@ -177,7 +190,9 @@ class _Handler(BaseHTTPRequestHandler):
             ok, text = self.server.health.readyz()
             self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
         elif path == "/metrics":
-            self._send(200, self.server.metrics.render(), CONTENT_TYPE_LATEST)
+            metrics = self.server.metrics
+            metrics.ready.labels(metrics.installation).set(1 if self.server.health.readyz()[0] else 0)
+            self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
         else:
             self._send(404, b"not found: try /healthz, /readyz or /metrics\n", "text/plain; charset=utf-8")
 

@@ -178,12 +178,12 @@ def stream(api: Kube, target: Watched, rv: str, settings: WatchSettings,
             chunks.close()  # hands the connection back
 
 
-def last_manager(obj: JSON) -> str | None:
-    """The field manager of the newest ``managedFields`` entry (who made this change, as far as
-    the server says)."""
-    entries = [e for e in (obj.get("metadata") or {}).get("managedFields") or [] if isinstance(e, dict)]
-    newest = max(entries, key=lambda e: str(e.get("time") or ""), default=None)
-    return str(newest.get("manager")) if newest and newest.get("manager") else None
+def change_managers(cache: LiveCache, ref: ObjectRef, obj: JSON) -> str | None:
+    """Who made the change just put in the cache: the managers owning the fields that changed
+    (``LiveCache.changed_by``), not the newest managedFields entry, which may be another manager's
+    later write of another field; a deletion or a first sight names none."""
+    managers = cache.changed_by(ref)
+    return ",".join(managers) if managers else None
 
 
 class ObjectWatcher(Retrying):
@@ -233,6 +233,7 @@ class ObjectWatcher(Retrying):
                     if self.stopped.is_set():  # replaced (say, by a watch of its kind): write nothing more
                         break
                     self.cache.put(self.ref, obj)
+                    self.cache.accepted()
                 for etype, obj in stream(self.api, self.target, rv, self.settings, self._opened):
                     if self.stopped.is_set():
                         break
@@ -259,6 +260,6 @@ def watched(cache: LiveCache, ref: ObjectRef, retry: Retry, etype: str, obj: JSO
     rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
     if etype != "BOOKMARK" and cache.put(ref, None if etype == "DELETED" else obj):
         # a change arrived (not a re-list): the pass that handles it says what it decided
-        event(log, logging.INFO, "event", ref=ref, type=etype, manager=last_manager(obj))
+        event(log, logging.INFO, "event", ref=ref, type=etype, manager=change_managers(cache, ref, obj))
     cache.api_reached()
     return rv

@@ -14,7 +14,9 @@ human has pushed to it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import random
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -24,9 +26,9 @@ from syncer.detect import endpoints
 from syncer.writeback import untracked
 from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode, load_config
-from syncer.cache import Caches
 from syncer.gather.collect import BaseStore, detect_live
-from syncer.errors import GitError
+from syncer.gather.trackcheck import check_kinds
+from syncer.errors import ConfigError, GitError
 from syncer.gitrepo import Workspace
 from syncer.gather.history import GitHistory
 from syncer.gather.live import Lister, LiveSource
@@ -34,6 +36,7 @@ from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import Manifests, host_dir
 from syncer.sources.source import Source
 from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
+from syncer.gather.selection import Selection
 from syncer.writeback.placement import placed, proved
 from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
 from syncer.writeback.plan import FileChange, write_changes
@@ -44,6 +47,14 @@ if TYPE_CHECKING:
 
 #: How often a commit is redone after losing a push race before giving up for this round.
 MAX_PUSH_ATTEMPTS = 5
+#: The pause before redoing a commit that lost a push race: full jitter over FIRST * 2**n,
+#: capped, so replicas (or a fleet) that lost to the same push do not collide again in step.
+RACE_BACKOFF_FIRST, RACE_BACKOFF_CAP = 0.2, 5.0
+
+
+def race_backoff(attempt: int, rand: Callable[[], float] = random.random) -> float:
+    """Seconds to wait before redo number ``attempt`` (1, 2, ...) after a lost push race."""
+    return rand() * min(RACE_BACKOFF_CAP, RACE_BACKOFF_FIRST * 2.0 ** min(max(0, attempt - 1), 16))
 
 
 class Mode(str, enum.Enum):
@@ -64,16 +75,22 @@ class Loaded:
 
 
 def load_installation(repo: Path, installation: str, config: Config | None = None, *,
-                      caches: Caches | None = None) -> Loaded:
+                      caches: Caches | None = None, only: Selection | None = None) -> Loaded:
     """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf;
-    ``caches``: what the installation's earlier loads remember (None: nothing)."""
+    ``caches``: what the installation's earlier loads remember (None: nothing); ``only``: the
+    objects ``-l``/``--object`` select (None: all)."""
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation, caches=caches)
     git = source_for(repo, installation, config)
     manifests = git.load(caches if caches is not None else Caches())
+    if not manifests.objects and not manifests.errors:  # nothing to compare is no "in sync"
+        skipped = f" ({len(manifests.skipped)} file(s) skipped: no Kubernetes objects in them)" if manifests.skipped else ""
+        raise ConfigError(f"hosts/{installation}/ ({base}) declares no Kubernetes objects{skipped}: nothing to "
+                          "compare; add its manifests, or pass the installation that has them")
     # bindings without a namespace go where git declares what they bind (not where -n points)
-    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests, git)
+    config = config.bound_to(endpoints.declared_services(manifests.objects, caches=caches))
+    return Loaded(config, only.apply(manifests, installation) if only is not None else manifests, git)
 
 
 def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
@@ -100,6 +117,12 @@ class Outcome:
     body: str = ""
     labels: tuple[str, ...] = ()
     messages: list[str] = field(default_factory=list)
+    #: The branch that holds ``commit`` (the base branch, or ``syncer/<installation>``), and
+    #: whether this run pushed it there (False: the branch already held this very change).
+    branch: str = ""
+    pushed: bool = False
+    #: The branch is a human's now (commits not by syncer): nothing was written.
+    left_alone: bool = False
     #: The installation as detection loaded it, while the clone still holds exactly that (no
     #: file written), so the sidecar need not load it again; None once files were written.
     loaded: Loaded | None = None
@@ -109,22 +132,32 @@ class Outcome:
 #: and when the watch saw each object's content change (fallback for stability timing).
 ConfigArg = Config | None
 SinceArg = Mapping[ObjectRef, datetime] | None
+#: Told what was detected, before anything is written (the CLI prints the drift report then,
+#: so it reaches stdout whatever happens to the push).
+OnDetected = Callable[[Outcome], None] | None
 
 
 def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
             mode: Mode, config: ConfigArg = None, observed_since: SinceArg = None,
-            ws: Workspace | None = None, caches: Caches | None = None,
+            ws: Workspace | None = None, caches: Caches | None = None, only: Selection | None = None,
             ) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
     """Detect and plan; in syncer's own clone ``ws``, git's history may fetch the old versions
     the blob-less clone lacks (without them, a reviewed git change not applied yet would look
     like nothing and be overwritten)."""
     caches = caches if caches is not None else Caches()
-    loaded = load_installation(repo, installation, config, caches=caches)
+    loaded = load_installation(repo, installation, config, caches=caches, only=only)
+    unchecked = check_kinds(loaded.config, {ref.kind for ref in loaded.manifests.objects}, source)
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))
     result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
                          history=history, history_file=loaded.git.history_file, caches=caches)
-    result = with_untracked(loaded, result, source, caches)
+    if only is None:
+        result = with_untracked(loaded, result, source, caches)
+    elif loaded.config.untracked.mode is not UntrackedMode.IGNORE:
+        result = replace(result, notes=result.notes + (FileError(loaded.config.source, (
+            f"untracked objects not looked for: {only.describe()} selects declared objects only")),))
+    if unchecked:
+        result = replace(result, notes=result.notes + tuple(unchecked))
     result = placed(loaded.git, loaded.manifests.objects, result, caches)  # each drift's own file and line
     result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
@@ -169,11 +202,11 @@ def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Dr
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
             store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None,
-            ws: Workspace | None = None, caches: Caches | None = None) -> Outcome:
+            ws: Workspace | None = None, caches: Caches | None = None, only: Selection | None = None) -> Outcome:
     """What ``sync`` would do, computed on ``repo`` as it is (syncer's clone ``ws``, or a
     person's checkout); writes nothing."""
     loaded, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
-                                              observed_since, ws, caches)
+                                              observed_since, ws, caches, only)
     out = Outcome(result, drifts, changes, loaded=loaded)
     if drifts:
         out.title, out.body, out.labels = (pr_title(installation, drifts),
@@ -184,14 +217,18 @@ def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, re
 
 def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datetime,
                 store: BaseStore | None = None, *, config: ConfigArg = None,
-                observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
-    """Commit accepted drifts straight to the base branch, fast-forward only."""
+                observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None,
+                sleep: Callable[[float], None] = time.sleep, only: Selection | None = None) -> Outcome:
+    """Commit accepted drifts straight to the base branch, fast-forward only. A push that
+    lost a race is fetched and redone after a jittered pause; a refused one is raised as it is."""
     caches = caches if caches is not None else Caches()
     notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
-    for _attempt in range(MAX_PUSH_ATTEMPTS):
+    for attempt in range(MAX_PUSH_ATTEMPTS):
+        if attempt:
+            sleep(race_backoff(attempt))
         ws.sync_to_base()
         loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
-                                                  observed_since, ws, caches)
+                                                  observed_since, ws, caches, only)
         out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
         held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
         if held:
@@ -200,16 +237,20 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
         if not changes:
             out.messages.append("nothing to commit")
             return out
+        if on_detected is not None and not attempt:
+            on_detected(out)
         write_changes(ws.path, changes)
         out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
         out.loaded = None  # the files changed: the sidecar loads them again
         if store is not None:
             store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
         if ws.push_base():
+            out.branch, out.pushed = ws.base, True
             out.messages.append(f"pushed {out.commit[:12]} to {ws.base}")
             return out
         out.messages.append(f"{ws.base} moved while committing; fetching and redoing")
-    raise GitError(f"{ws.base} kept moving: gave up after {MAX_PUSH_ATTEMPTS} attempts; will retry", transient=True)
+    raise GitError(f"{ws.base} kept moving: {MAX_PUSH_ATTEMPTS} pushes in a row lost the race to another push "
+                   "(fetched and redone each time); nothing was pushed", transient=True)
 
 
 def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> tuple[list[Drift], list[str]]:
@@ -222,7 +263,7 @@ def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests
 
 def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
             forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
-            observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+            observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None) -> Outcome:
     """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
     caches = caches if caches is not None else Caches()
     from syncer.writeback.pullrequest import Proposal, reconcile_pull_request
@@ -245,6 +286,7 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
             result, drifts, changes = _file_changes(ws.path, installation, result, drifts, loaded, caches)
     out = Outcome(result, drifts, changes, loaded=loaded, messages=refused)
     if foreign:
+        out.left_alone, out.branch = True, branch
         out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
         if forge is not None:
             out.pr = reconcile_pull_request(forge, branch, ws.base, None, human_pushed=True)
@@ -260,18 +302,22 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
         return out
     out.title, out.body, out.labels = (pr_title(installation, drifts),
                                        pr_body(result, drifts, reproduce, comments=_comments(changes)), pr_labels(result))
+    if on_detected is not None:
+        on_detected(out)
     write_changes(ws.path, changes)
     out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
     out.loaded = None  # the files changed: the sidecar loads them again
     unchanged = remote is not None and ws.tree(remote) == ws.tree() and ws.git("rev-parse", f"{remote}^") == base_sha
     if store is not None:  # before the push: git never holds a proposal (nor a head) syncer does not remember
         store.propose(drifts, head=remote if unchanged else out.commit)
+    out.branch = branch
     if unchanged:
         out.commit = remote
         out.messages.append(f"{branch} already holds this change")
     elif not ws.push_branch(branch, remote):
         raise GitError(f"{branch} moved while pushing (another syncer or a human); will re-check", transient=True)
     else:
+        out.pushed = True
         out.messages.append(f"pushed {branch} at {out.commit[:12]}")
     if forge is not None:
         # the PR's head must be what syncer pushed, or (a forge slow to see a push) the branch
@@ -286,10 +332,12 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
 
 def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
-               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None,
+               on_detected: OnDetected = None, only: Selection | None = None) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
     or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
-    installation remembers between passes (the sidecar's, kept across them; None: nothing).
+    installation remembers between passes (the sidecar's, kept across them; None: nothing);
+    ``on_detected``: told what was found before the first write (never in a dry run).
 
     ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
     taken as it is; a dry run in a clone first resets it to the remote base branch.
@@ -300,11 +348,14 @@ def deliver(mode: Mode, where: Workspace | Path, installation: str, source: Live
             ws.sync_to_base()
         checkout = where.path if isinstance(where, Workspace) else where
         return dry_run(checkout, installation, source, now, reproduce, store, config=config,
-                       observed_since=observed_since, ws=ws, caches=caches)
+                       observed_since=observed_since, ws=ws, caches=caches, only=only)
     if not isinstance(where, Workspace):
         raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
     if mode is Mode.COMMIT:
         return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since,
-                           caches=caches)
+                           caches=caches, on_detected=on_detected, only=only)
+    if only is not None:  # the one PR speaks for the whole installation
+        raise ConfigError(f"{only.describe()}: --mode pr keeps one pull request for the whole installation, which a "
+                          "selection would shrink or close; use --mode commit or --mode dry-run")
     return sync_pr(where, installation, source, now, reproduce, forge, store, config=config,
-                   observed_since=observed_since, caches=caches)
+                   observed_since=observed_since, caches=caches, on_detected=on_detected)

@@ -12,6 +12,8 @@ from syncer.kinds import NEVER_WRITTEN
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
 from syncer.secrets.redact import REDACTED, secret_field
 from syncer.detect.values import MAX_LINES_SHOWN, changed_lines, describe_line, is_multiline
+from syncer.writeback import jsondoc
+from syncer.writeback.terminal import paint_diff
 
 _COLORS = {"red": "\033[31m", "green": "\033[32m", "yellow": "\033[33m", "bold": "\033[1m", "dim": "\033[2m"}
 _RESET = "\033[0m"
@@ -85,19 +87,13 @@ def _paint(text: str, color: str, enabled: bool) -> str:
 
 def render_text(result: Result, file_diffs: str = "", color: bool = False) -> str:
     """The ``syncer diff`` summary: one block per object, then the unified diff."""
-    out: list[str] = []
-    if result.in_sync:
-        out.append(f"{result.installation}: in sync ({len(result.checked)} objects checked)")
-    else:
-        n_write = len(result.writable())
-        out.append(_paint(
-            f"{result.installation}: {len(result.drifts)} difference(s) in {len({d.ref for d in result.drifts})} "
-            f"object(s); {n_write} to copy back into git", "bold", color))
+    out: list[str] = [_paint(headline(result), "bold", color and not result.in_sync)]
     last = None
     # An object whose fields are set in several files (a render's layers): each line names its own.
     files: dict[ObjectRef, set[str]] = {}
     for d in result.drifts:
         files.setdefault(d.ref, set()).add(d.file)
+    noted: set[tuple[ObjectRef, str]] = set()
     for d in result.drifts:
         mixed = len(files[d.ref]) > 1
         if d.ref != last:
@@ -108,13 +104,16 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         head = f"  {d.path_text or '(object)'}: {d.detail}" + (f"  ({d.file})" if mixed else "")
         out.append(escape.line(head))  # live-sourced: no ANSI escapes, no forged lines
         who = f" by field manager {d.manager}" if d.manager else ""  # managedFields' manager, e.g. kubectl-edit
+        if d.attribution == "uncertain":
+            who = " (attribution uncertain: managedFields credit an applier that applied another value)"
         when = f" at {d.changed_at}" if d.changed_at else ""
         out.append(_paint(escape.line(
             f"      {d.cls.value}, {d.direction.value} moved{who}{when} -> {d.action.value}: {d.reason}"), tone, color))
         if d.base:
             out.append(_paint(escape.line(f"      base: {d.base}" + (f" ({d.base_why})" if d.base_why else "")),
                               "dim", color))
-        if d.base_note:
+        if d.base_note and (d.ref, d.base_note) not in noted:  # said once per object, not under each drift
+            noted.add((d.ref, d.base_note))
             out.append(_paint(escape.line(f"      note: {d.base_note}"), "yellow", color))
     for warn in result.warnings:
         out.append(_paint(escape.line(f"warning: {warn.message}"), "yellow", color))
@@ -124,16 +123,50 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
         out.append(_paint(escape.line(f"error: {err.message}"), "red", color))
     if file_diffs:
         out.append("")
-        out.append(escape.terminal(file_diffs.rstrip("\n")))
+        shown_diff = escape.terminal(file_diffs.rstrip("\n"))
+        out.append(paint_diff(shown_diff) if color else shown_diff)
     return "\n".join(out) + "\n"
 
 
-def render_json(result: Result) -> str:
+def _reasons(uncompared: Sequence[tuple[ObjectRef, str]]) -> str:
+    """``6 access denied (403), 1 read failed``: why objects were not compared, most first."""
+    counts: dict[str, int] = {}
+    for _, why in uncompared:
+        counts[why] = counts.get(why, 0) + 1
+    return ", ".join(f"{n} {why}" for why, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+
+def headline(result: Result) -> str:
+    """The first line of ``syncer diff``: "in sync" only when every declared object was read and
+    compared and none differs; otherwise what differs and how many could not be compared, and why."""
+    checked = len(result.checked)
+    missing = len(result.uncompared)
+    if result.in_sync:
+        left = f"; {missing} not compared: {_reasons(result.uncompared)} (see the warnings)" if missing else ""
+        return f"{result.installation}: in sync ({checked} objects checked{left})"
+    parts = []
+    if result.drifts:
+        parts.append(f"{len(result.drifts)} difference(s) in {len({d.ref for d in result.drifts})} object(s); "
+                     f"{len(result.writable())} to copy back into git")
+    else:
+        parts.append("NOT known to be in sync")
+    if missing:
+        parts.append(f"{missing} of {checked + missing} declared object(s) could not be compared "
+                     f"({_reasons(result.uncompared)})")
+    elif result.errors:
+        parts.append(f"{len(result.errors)} error(s), below")
+    if not result.drifts:
+        parts.append(f"{checked} compared without differences")
+    return f"{result.installation}: " + "; ".join(parts)
+
+
+def render_json(result: Result, command: str = "diff", extra: Mapping[str, Any] | None = None) -> str:
+    """The ``-o json`` document of ``command`` (``diff``, ``sync``: ``jsondoc``), ``extra`` keys last."""
     doc = result.to_json()
     for d, item in zip(result.drifts, doc["drifts"]):
         if _hidden(d):
             item["git"], item["live"] = shown(d, d.git), shown(d, d.live)
-    return json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
+    return jsondoc.dumps(jsondoc.with_schema(command, {**doc, **(extra or {})}))
 
 
 def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
@@ -147,7 +180,7 @@ def commit_message(installation: str, drifts: Sequence[Drift]) -> str:
         mine = by_ref[ref]
         lines.append(f"{ref} ({mine[0].file}):")
         for d in mine:
-            who = f" by {d.manager}" if d.manager else ""
+            who = f" by {d.manager}" if d.manager else (", attribution uncertain" if d.attribution else "")
             when = f" at {d.changed_at}" if d.changed_at else ""
             pairs = _line_pairs(d)
             if d.cls is DriftClass.UNTRACKED:
@@ -184,6 +217,15 @@ def _cell(text: str) -> str:
 
 def _code(text: str) -> str:
     return f"<code>{escape.markdown(text, CELL_LIMIT)}</code>"
+
+
+def _manager_cell(d: Drift) -> str:
+    """Who changed the field, or why nobody is named: the server's record can credit a manager
+    that cannot have written the value (``kubectl scale`` on Kubernetes 1.20 credited to
+    ``kubectl-client-side-apply``)."""
+    if d.attribution == "uncertain":
+        return "attribution uncertain"
+    return _cell(d.manager or "?")
 
 
 def pr_title(installation: str, drifts: Sequence[Drift]) -> str:
@@ -239,7 +281,7 @@ def pr_body(result: Result, written: Sequence[Drift], reproduce: str,
         lines.append("| " + " | ".join((
             _cell(f"{d.ref.kind}/{d.ref.namespace}/{d.ref.name}"), _cell(d.file), _cell(d.path_text),
             git_cell, live_cell, d.cls.value, d.direction.value,
-            _cell(d.base or "?"), _cell(d.manager or "?"), _cell(d.changed_at or "?"))) + " |")
+            _cell(d.base or "?"), _manager_cell(d), _cell(d.changed_at or "?"))) + " |")
     if created:
         lines += ["", "### Created live, not in git", "",
                   "Objects nobody committed, proposed as new files (check that they belong in git):", ""]

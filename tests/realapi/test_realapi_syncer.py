@@ -153,14 +153,15 @@ def test_least_privilege_role_reads_tracked_objects_and_names_what_was_denied(
     token = real_cluster.service_account_token(namespace, "syncer")
     sa = real_cluster.kubeconfig(tmp_path / "sa.kubeconfig", token=token, namespace=namespace)
     code, out, err = syncer("diff", "asgard", "--repo", str(repo), "--kubeconfig", str(sa))
-    assert code == 1 and err == ""  # drift found; what it may not read is only reported anyway
+    assert code == 2 and err == ""  # drift found, and objects not compared: errors win
     # Everything the Role covers was compared ...
     assert "data.MAC_ADDRS" in out and "mac-ollama" in out and "m1-ollama" in out
-    # ... and every object outside it (all of `report` kinds) is one warning naming verb,
-    # resource, name and the chart values key that grants it.
-    assert not [ln for ln in out.splitlines() if ln.startswith("error:")]
-    warnings = [ln for ln in out.splitlines() if ln.startswith("warning:")]
-    assert len(warnings) == 6  # 2 Services, Deployment, ServiceAccount, Role, RoleBinding
+    # ... and every object outside it (all of `report` kinds) is one error naming verb,
+    # resource, name and the chart values key that grants it (or `optional:`).
+    assert not [ln for ln in out.splitlines() if ln.startswith("warning:")]
+    errors = [ln for ln in out.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 6  # 2 Services, Deployment, ServiceAccount, Role, RoleBinding
     assert any('services "mac-ollama" is forbidden' in e and 'cannot get resource "services"' in e
-               and "tracked.kinds.Service" in e for e in warnings)
-    assert any('deployments.apps "ollama-endpoint-manager" is forbidden' in e for e in warnings)
+               and "tracked.kinds.Service" in e for e in errors)
+    assert any('deployments.apps "ollama-endpoint-manager" is forbidden' in e for e in errors)
+    assert "6 of 9 declared object(s) could not be compared (6 access denied (403))" in out.splitlines()[0]

@@ -138,6 +138,9 @@ CHART_KINDS in syncer/grants.py (tests/test_chart.py checks they agree).
 {{- if and (eq .Values.mode "cronjob") .Values.serviceMonitor.enabled }}
 {{- fail "serviceMonitor.enabled does not work in cronjob mode: a one-shot `syncer sync` serves no /metrics" }}
 {{- end }}
+{{- if and (eq .Values.mode "cronjob") (or .Values.prometheusRule.enabled .Values.grafanaDashboard.enabled) }}
+{{- fail "prometheusRule.enabled and grafanaDashboard.enabled do not work in cronjob mode: a one-shot `syncer sync` serves no /metrics" }}
+{{- end }}
 {{- if and (eq .Values.mode "sidecar") (empty .Values.sidecar.deploymentName) }}
 {{- fail "sidecar.deploymentName is required in sidecar mode: the reconciler Deployment the patch is for" }}
 {{- end }}
@@ -379,4 +382,37 @@ spec:
         {{- include "syncer.container" . | nindent 8 }}
       volumes:
         {{- include "syncer.volumes" . | nindent 8 }}
+{{- end }}
+
+{{- /* The alert rules of the PrometheusRule, as a list of groups. Arguments: namespace (the
+metrics' `namespace` label, as the ServiceMonitor's scrape sets it) and rule (.Values.prometheusRule). */}}
+{{- define "syncer.alertGroups" -}}
+{{- $ns := .namespace }}
+{{- $r := .rule }}
+- name: syncer
+  rules:
+    - alert: SyncerDriftNotCopiedBack
+      expr: max by (namespace, installation, kind, name) (syncer_drift_age_seconds{namespace="{{ $ns }}"}) > {{ int $r.driftAgeSeconds }}
+      for: {{ $r.driftFor }}
+      labels:
+        severity: {{ $r.severity }}
+      annotations:
+        summary: {{ `A live change has not reached git for {{ $value | humanizeDuration }}` | quote }}
+        description: {{ `{{ $labels.kind }}/{{ $labels.name }} of installation {{ $labels.installation }} (namespace {{ $labels.namespace }}) has differed from git for {{ $value | humanizeDuration }}: review syncer's pull request, or see why it waits (syncer diff {{ $labels.installation }}).` | quote }}
+    - alert: SyncerSyncErrors
+      expr: sum by (namespace, stage) (increase(syncer_sync_errors_total{namespace="{{ $ns }}"}[15m])) > 0
+      for: {{ $r.errorsFor }}
+      labels:
+        severity: {{ $r.severity }}
+      annotations:
+        summary: {{ `syncer keeps failing at the {{ $labels.stage }} stage` | quote }}
+        description: {{ `syncer in namespace {{ $labels.namespace }} counted {{ $value | printf "%.0f" }} {{ $labels.stage }} failure(s) in the last 15 minutes (syncer_sync_errors_total): its log names each.` | quote }}
+    - alert: SyncerNotReady
+      expr: max by (namespace, pod, installation) (syncer_ready{namespace="{{ $ns }}"}) == 0
+      for: {{ $r.notReadyFor }}
+      labels:
+        severity: {{ $r.severity }}
+      annotations:
+        summary: {{ `syncer cannot reach the API server or git` | quote }}
+        description: {{ `syncer pod {{ $labels.pod }} (installation {{ $labels.installation }}, namespace {{ $labels.namespace }}) is not ready: /readyz says which upstream it has not reached.` | quote }}
 {{- end }}
