@@ -134,8 +134,8 @@ def _masked(text: str, known: list[str]) -> str:
     """git's output of a failed command with the token, its Basic value, credential shapes and
     URL passwords masked, and every line cleared of what is left of a known secret (a server
     that echoes the token split across two ``remote:`` lines shows neither half)."""
-    lines = masking.mask(text, known).split("\n")
-    return "\n".join(masking.mask_fragments(ln, known) for ln in lines)
+    lines = [masking.mask_fragments(ln, known) for ln in masking.mask(text, known).split("\n")]
+    return "\n".join(ln + REDIRECT_NOTE if _REDIRECT.search(ln) else ln for ln in lines)
 
 
 def failure_lines(text: str, known: list[str]) -> list[str]:
@@ -163,16 +163,16 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
             lines.insert(0, "! " + rejected.lstrip("!").strip())
         useful = next((ln for ln in lines if ln.startswith(("fatal:", "error:", "!", "remote:"))), lines[0] if lines else "")
         redirected = _REDIRECT.search(useful)
-        if redirected:
-            useful += (" (a redirect: syncer follows none, so the git token goes to no other server; set --remote "
-                       "to the repository's current URL)")
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
                        transient=not redirected and _transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")
 
 
-#: How git (with curl) says the server answered a redirect it was told not to follow.
+#: How git (with curl) says the server answered a redirect it was told not to follow, and what
+#: syncer adds to that line wherever it is quoted (an error, a push's outcome).
 _REDIRECT = re.compile(r"returned error: 30[12378]\b")
+REDIRECT_NOTE = (" (a redirect: syncer follows none, so the git token goes to no other server; set --remote to the "
+                 "repository's current URL)")
 
 
 def _remote_arg(args: list[str]) -> str:
