@@ -111,7 +111,7 @@ def _twin_value(action: argparse.Action, twin: _Twin) -> Any:
 
 def _duration(text: str) -> str:
     """A duration flag's text (``30s``, ``10m``, ``1h30m``, plain seconds), checked; kept as text."""
-    from syncer.commands.run import seconds
+    from syncer.durations import seconds
 
     try:
         seconds(text, "duration")

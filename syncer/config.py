@@ -31,6 +31,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from syncer.secrets import userpattern
+from syncer.durations import STABLE_FOR, long_number_line
+from syncer.durations import parse_duration as parse_duration  # re-exported: its home was here
 from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.repofile import excerpt, read_inside
@@ -44,24 +46,11 @@ CONFIG_NAME = "syncer.conf"
 #: Where the config used to live; read with a deprecation warning (kubectl apply -f chokes on it).
 LEGACY_CONFIG_NAME = "syncer.yaml"
 
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers",
              "untracked", "optional", "release"}
 _CANDIDATE_KEYS = {"endpoints", "configMap", "key", "namespace"}
 _IGNORE_KEYS = {"kind", "name", "namespace", "pointers", "labels", "annotations"}
 _UNTRACKED_KEYS = {"mode", "kinds"}
-
-
-def parse_duration(text: str, where: str) -> float:
-    """``"10m"`` -> 600.0 seconds; also ``1h30m``, ``45s``, ``0``."""
-    text = str(text).strip()
-    if text == "0":
-        return 0.0
-    m = _DURATION.match(text)
-    if not text or not m or not any(m.groups()):
-        raise ConfigError(f"{where}: bad duration {text!r} (use e.g. 30s, 10m, 1h30m)")
-    h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return float(h * 3600 + mi * 60 + s)
 
 
 @dataclass(frozen=True)
@@ -230,6 +219,9 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
             raw = YAML(typ="safe", pure=True).load(text)  # its wording and position for the error
     except YAMLError as exc:
         raise malformed(exc, source) from exc  # as a manifest's error says it (line and column)
+    except ValueError:  # Python's int() refuses more than 4,300 digits
+        line = long_number_line(text)
+        raise ConfigError(f"{source}{f':{line}' if line else ''}: a number too long to read; not read") from None
     if raw is None:
         raw = {}
     _expect(raw, dict, source, "a mapping")
@@ -251,7 +243,7 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
                 f"{source}: track.{kind}: unknown mode {mode!r} (use writeback, stable, report or ignore)"
             ) from None
 
-    stable_for = parse_duration(raw.get("stableFor", "10m"), f"{source}: stableFor")
+    stable_for = parse_duration(raw.get("stableFor", "10m"), f"{source}: stableFor", STABLE_FOR)
 
     candidates: list[Candidates] = []
     for i, item in enumerate(_expect(raw.get("candidates") or [], list, f"{source}: candidates", "a list")):
@@ -310,6 +302,7 @@ def _optional(raw: Any, track: dict[str, Track], where: str) -> frozenset[str]:
             raise ConfigError(f"{where}[{i}]: {kind} is tracked {track[kind].value}: a kind syncer writes back "
                               "cannot be optional (it must be readable to be kept in sync)")
     return frozenset(kinds)
+
 
 _RELEASE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 

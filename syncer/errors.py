@@ -7,6 +7,8 @@ errors are translated at the boundaries with ``raise ... from``.
      │    └── StartupError         (sidecar.app) the sidecar cannot run as configured
      ├── ClusterError              the Kubernetes API or a snapshot file failed
      │    ├── InputRejected        (bounds) a live or state input over a size/depth limit
+     │    ├── EventTooLarge        (kube.budget) one watch event longer than its limit: that object's error
+     │    ├── OverBudget           (kube.budget) the watch streams together hold their memory budget
      │    ├── Unreachable          (here) no complete answer: what detection raises (ClusterUnreachable is one)
      │    ├── Forbidden            (here) 403: costs that object only (Refused is one)
      │    ├── CredentialsRejected  (here) 401, or no credential to send: nothing can be read (Unauthorized, NoCredentials are one)

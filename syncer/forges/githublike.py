@@ -21,7 +21,7 @@ import httpx
 
 from syncer.errors import PullRequestExists
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import Params, TokenSource, excerpt
+from syncer.forges._http import Params, TokenSource
 from syncer.forges.base import PrState, PullRequest
 
 
@@ -147,7 +147,7 @@ class GitHubLike(ForgeClient):
             raise self._http.error(
                 f"{self.kind} refused to open a pull request from {head} into {base} on {self._http.repo} "
                 f"(do both branches exist{self.refused_hint}?): HTTP {response.status_code}: "
-                f"{excerpt(response.text)}", transient=False)
+                f"{self._http.excerpt(response.text)}", transient=False)
         pr = self._to_pr(cast(Pull, self._http.json(response)))
         return self._set_labels(pr, labels) if labels and not self.labels_on_create else pr
 

@@ -48,10 +48,11 @@ from syncer.bounds import load_json
 from syncer.errors import ClusterError
 from syncer.kube import MAX_BODY, ApiError, ClusterUnreachable, Gone, Kube, api_error
 from syncer.kube.http2 import Endpoint, H2Conn, connect
+from syncer.kube.budget import BUDGET, Budget, EventTooLarge, Lines
 from syncer.logs import event
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Flag, Retry, Retrying, WatchSettings, as_cluster_error
-from syncer.sidecar.watch import MAX_LINE, Target, decode_event, listed, watch_query, watched
+from syncer.sidecar.watch import Target, decode_event, listed, watch_query, watched
 
 log = logging.getLogger("syncer.watch")
 
@@ -94,7 +95,8 @@ class MuxWatch(Retrying):
 class _Request:
     """One stream: an object's list or watch, as its bytes arrive."""
 
-    __slots__ = ("w", "conn", "sid", "watching", "what", "deadline", "idle", "heard", "status", "buf")
+    __slots__ = ("w", "conn", "sid", "watching", "what", "deadline", "idle", "heard", "status", "buf", "held",
+                 "lines")
 
     def __init__(self, w: MuxWatch, conn: H2Conn, sid: int, watching: bool, budget: float, idle: float) -> None:
         self.w, self.conn, self.sid, self.watching = w, conn, sid, watching
@@ -102,7 +104,16 @@ class _Request:
         now = time.monotonic()
         self.deadline, self.idle, self.heard = now + budget, idle, now
         self.status = 0
-        self.buf = bytearray()
+        self.buf = bytearray()  # a list's answer or an error's Status, whole
+        self.held = 0  # of ``buf``, taken from the budget
+        self.lines: Lines | None = None  # a watch's events
+
+    def free(self, budget: Budget) -> None:
+        """Give back what this stream holds (once; the stream is over)."""
+        budget.give(self.held)
+        self.held = 0
+        if self.lines is not None:
+            self.lines.close()
 
 
 class Multiplexer:
@@ -110,8 +121,10 @@ class Multiplexer:
 
     def __init__(self, ep: Endpoint, first: H2Conn, cache: LiveCache, settings: WatchSettings, *,
                  on_restart: Callable[[], None], on_error: Callable[[], None],
-                 rand: Callable[[], float] = random.random, max_streams: int = MAX_STREAMS) -> None:
+                 rand: Callable[[], float] = random.random, max_streams: int = MAX_STREAMS,
+                 budget: Budget = BUDGET) -> None:
         self.ep, self.cache, self.settings = ep, cache, settings
+        self.budget = budget  # what the streams' buffers draw from, with every other watch's
         self.on_restart, self.on_error, self.rand = on_restart, on_error, rand
         self.max_streams = max_streams
         self._first = threading.Condition()  # of every watch's first answer (``Flag``)
@@ -195,6 +208,8 @@ class Multiplexer:
                           error=f"{type(exc).__name__}: {exc}", exc=exc)
                     time.sleep(TICK)
         finally:
+            for req in list(self._requests.values()):
+                req.free(self.budget)
             for conn in list(self.conns):
                 conn.close()
             self._sel.close()
@@ -354,21 +369,24 @@ class Multiplexer:
             req.w.first.set()
 
     def _data(self, req: _Request, data: bytes) -> None:
-        req.buf += data
-        if req.status != 200 or not req.watching:  # a list, or an error's Status: whole, then parsed
-            if len(req.buf) > MAX_BODY:
-                raise ClusterUnreachable(f"{req.what}: answer larger than {MAX_BODY} bytes", transient=True)
+        if req.status != 200 or not req.watching:  # a list of one object, or an error's Status: whole
+            self.budget.take(len(data), req.what)
+            req.held += len(data)
+            req.buf += data
+            if len(req.buf) > self.budget.per_event:
+                raise EventTooLarge(f"{req.what}: an answer of more than {self.budget.per_event // 2 ** 20} MiB "
+                                    "for one object; not read", transient=True)
             return
-        while (end := req.buf.find(b"\n")) >= 0:
-            line = bytes(req.buf[:end]).strip()
-            del req.buf[: end + 1]
-            if line:
+        if req.lines is None:
+            req.lines = Lines(req.what, self.budget)
+        for line in req.lines.feed(data):
+            try:
                 self._line(req, line)
-        if len(req.buf) > MAX_LINE:
-            raise ClusterError(f"watch event larger than {MAX_LINE} bytes", transient=True)
+            finally:
+                req.lines.release(len(line))
 
     def _line(self, req: _Request, line: bytes) -> None:
-        ev = decode_event(line, req.what)
+        ev = decode_event(line, req.what, self.budget)
         w = req.w
         if ev is None or w.stopped:
             return
@@ -387,16 +405,16 @@ class Multiplexer:
                 body = bytes(req.buf)
             if req.status == 401:
                 self.ep.conn.rejected()  # a token file is read again for the next request
-            raise api_error(req.status or 502, body, req.what, self.ep.conn.describe())
+            raise api_error(req.status or 502, body, req.what, self.ep.conn.describe(), self.ep.conn.known())
         if w.stopped:
             return
         if req.watching:
-            line = bytes(req.buf).strip()
-            if line:
+            if req.lines is not None and (line := req.lines.rest()):
                 self._line(req, line)
             self._schedule(w, 0.0)  # timeoutSeconds passed: go on from rv
             return
-        doc = load_json(bytes(req.buf).decode("utf-8"), req.what, max_bytes=MAX_BODY)
+        with self.budget.parsing(len(req.buf)):
+            doc = load_json(bytes(req.buf).decode("utf-8"), req.what, max_bytes=MAX_BODY)
         obj, rv = listed(w.target, doc if isinstance(doc, dict) else None, req.what)
         self.cache.put(w.ref, obj)
         self.cache.accepted()
@@ -404,6 +422,7 @@ class Multiplexer:
         self._schedule(w, 0.0)
 
     def _end(self, req: _Request, cancel: bool = False) -> None:
+        req.free(self.budget)
         if self._requests.pop((id(req.conn), req.sid), None) is not None and not req.watching:
             self._listing -= 1
             while self._to_list:

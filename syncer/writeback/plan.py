@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from syncer.secrets import values
 from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.sources.manifests import GitObject
@@ -25,6 +26,7 @@ from syncer.sources.skipped import templated
 from syncer.yamlread import parse_documents
 from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.detect.normalize import MISSING, get_path
+from syncer.secrets import values
 from syncer.yamledit import Doc, YamlEditError, YamlFile, split
 
 
@@ -42,7 +44,11 @@ class FileChange:
             self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
             fromfile=f"a/{self.file}", tofile=f"b/{self.file}",
         )
-        out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        # a line that is a secret by its key (unchanged: the only ones a written diff can hold) is
+        # shown without its value: the file keeps it, the terminal and the logs need not
+        shown = (line if line.startswith(("---", "+++", "@@")) else line[:1] + values.shown_line(line[1:])
+                 for line in lines)
+        out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in shown)
         return out.replace("\r\n", "\n")
 
 
