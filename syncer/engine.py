@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from syncer import bases, classify, endpoints, ownership
+from syncer import bases, classify, endpoints, ownership, templating
 from syncer.binding import Binding, Reads, address_drift, nothing_to_pick
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
@@ -210,7 +210,7 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
         drift = address_drift(ref, obj.file, obj.data, live, c.moved, c.binding, verdict.direction, track,
                               now, config.stable_for, c.observed_since)
         out.append(replace(drift, base=verdict.base, base_why=verdict.why, base_note=note))
-        if obj.templated and out[-1].action is not Action.REPORT:
+        if obj.templated and out[-1].action is not Action.REPORT and templating.marks(out[-1].git, None):
             out[-1] = replace(out[-1], action=Action.REPORT, reason="templated: not written")
     for (fd, looks_secret), verdict in zip(c.judged, verdicts):
         dirn = verdict.direction
@@ -226,7 +226,7 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
             continue
         changed = classify.parse_time(when) or c.observed_since
         action, reason = classify.decide(ref.kind, fd.cls, dirn, track, changed, now, config.stable_for)
-        if obj.templated and action is not Action.REPORT:
+        if obj.templated and action is not Action.REPORT and templating.marks(fd.git, None):
             action, reason = Action.REPORT, "templated: not written"
         elif (fd.needs_person and action is not Action.REPORT
               and not ownership.added_by_person(ownership.owner(live, fd.where_live, config.appliers),

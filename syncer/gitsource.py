@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from syncer.cache import Caches
-from syncer.manifests import Manifests, SourceMap, host_dir, load_manifests
-from syncer.model import Drift, FileError
-from syncer.writeback import FileChange
+from syncer.manifests import GitObject, Manifests, SourceMap, host_dir, load_manifests
+from syncer.model import Drift, FileError, ObjectRef
+from syncer.writeback import FileChange, plan_changes
 
 #: The names kustomize looks for in a directory, in its order.
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -70,3 +70,50 @@ def verified(repo: Path, changes: list[FileChange], drifts: list[Drift], source_
             return []  # an error naming no planned file: nothing can be trusted
         keep = [c for c in keep if c.file not in bad]
     return keep
+
+
+def verify_each(repo: Path, installation: str, drifts: list[Drift], objects: dict[ObjectRef, GitObject],
+                source_map: SourceMap, caches: Caches | None = None) -> tuple[list[FileChange], list[tuple[Drift, str]]]:
+    """The file changes of the ``drifts`` whose edits are proven, and the others with the reason.
+
+    Each drift's edits are planned and rendered on their own (the live value rendered, nothing
+    else of the render changed); a drift that fails is refused with its reason and blocks no
+    other, even in the same file. The proven ones are then planned and rendered together; should
+    two of them disagree together (two edits of one inline patch), they are kept one by one in
+    order while the whole still renders right."""
+    ok: list[Drift] = []
+    refused: list[tuple[Drift, str]] = []
+
+    def attempt(chosen: list[Drift]) -> tuple[list[FileChange], str]:
+        aborted: list[FileError] = []
+        changes = plan_changes(repo, installation, chosen, objects, aborted, caches=caches)
+        if aborted:
+            return [], _reason(aborted[0])
+        errors = source_map.verify(repo, {c.file: c.new for c in changes}, chosen) if changes else []
+        return changes, (_reason(errors[0]) if errors else "")
+
+    for drift in drifts:
+        if not drift.edits:
+            continue
+        _, why = attempt([drift])
+        if why:
+            refused.append((drift, why))
+        else:
+            ok.append(drift)
+    changes, why = attempt(ok)
+    if why:
+        kept: list[Drift] = []
+        for drift in ok:
+            trial, why = attempt([*kept, drift])
+            if why:
+                refused.append((drift, f"{why} (together with the other edits)"))
+            else:
+                kept, changes = [*kept, drift], trial
+        changes = attempt(kept)[0] if kept else []
+    return changes, refused
+
+
+def _reason(error: FileError) -> str:
+    """``<file>: not written: why`` as a drift's reason (``not written: why``)."""
+    message = error.message
+    return message[len(error.file) + 2:] if error.file and message.startswith(error.file + ": ") else message

@@ -30,7 +30,7 @@ from syncer.errors import GitError
 from syncer.gitrepo import Workspace
 from syncer.history import GitHistory
 from syncer.live import Lister, LiveSource
-from syncer.gitsource import load_source, verified
+from syncer.gitsource import load_source, verify_each
 from syncer.manifests import Manifests, host_dir
 from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
 from syncer.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
@@ -152,9 +152,16 @@ def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Dr
     aborted: list[FileError] = []
     new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
     drifts = [d for d in drifts if d.cls is not DriftClass.UNTRACKED]
-    changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted, caches=caches)
-    if changes and loaded.manifests.source_map is not None:
-        changes = verified(repo, changes, drifts, loaded.manifests.source_map, aborted)
+    source_map = loaded.manifests.source_map
+    if source_map is not None:  # each edit proven on its own by rendering; a refused one is reported
+        changes, refused = verify_each(repo, installation, drifts, loaded.manifests.objects, source_map, caches)
+        if refused:
+            why = {id(d): reason for d, reason in refused}
+            drifts = [d for d in drifts if id(d) not in why]  # written: only what was proven
+            result = replace(result, drifts=tuple(_refused(d, why[id(d)]) if id(d) in why else d
+                                                  for d in result.drifts))
+    else:
+        changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted, caches=caches)
     for drift, change in untracked.new_files(repo, installation, new, aborted):
         drifts.append(drift)
         changes.append(change)
@@ -163,6 +170,11 @@ def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Dr
         drifts = [d for d in drifts if d.file not in bad or not d.edits]
         result = replace(result, errors=result.errors + tuple(e for e in aborted if e not in result.errors))
     return result, drifts, changes
+
+
+def _refused(drift: Drift, reason: str) -> Drift:
+    return replace(drift, action=Action.REPORT, edits=(),
+                   reason=f"{drift.reason}; {reason}" if drift.reason and drift.action is Action.REPORT else reason)
 
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,

@@ -110,11 +110,13 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
     return Manifests(objects, (), source_map=source_map)
 
 
-def _origin(raw: dict[str, object], steps: tuple[str, ...], base: Path) -> Origin:
+def _origin(raw: dict[str, object], steps: tuple[tuple[str, str], ...], base: Path) -> Origin:
     remote = str(raw.get("repo") or "")
     path, configured = raw.get("path"), raw.get("configuredIn")
     by = raw.get("configuredBy")
     kind = str(by.get("kind") or "") if isinstance(by, dict) else ""
     file = (base / path).resolve() if isinstance(path, str) and not remote else None
     generator = (base / configured).resolve() if isinstance(configured, str) and not remote else None
-    return Origin(file, generator, kind, remote, steps)
+    kinds = tuple(dict.fromkeys(kind for _, kind in steps))
+    ran = tuple(((base / where).resolve(), kind) for where, kind in steps if where)
+    return Origin(file, generator, kind, remote, kinds, ran)

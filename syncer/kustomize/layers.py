@@ -1,8 +1,14 @@
-"""The kustomization files of an installation, as a tree of layers (overlay -> bases).
+"""The kustomization files of an installation, as a graph of layers (overlay -> bases, components).
 
-Read with syncer's own YAML reading (never executed): which resource files and bases each
-layer lists, its patches, ``images:``, ``replicas:`` and generators. Used to find the layer
-and the file that set a rendered field; kustomize itself does the rendering.
+Read with syncer's own YAML reading (never executed): which resource files, bases and
+components each layer lists, its patches, ``images:``, ``replicas:`` and generators. Used to
+find the layer and the file that set a rendered field; kustomize itself does the rendering.
+
+The graph is read once per directory: a base that several layers include (a diamond) is one
+``Layer`` they share, so a tree of 30 levels each listing the next twice costs 30 reads, not
+2^30. The whole read is bounded (``MAX_LAYERS`` kustomizations, ``MAX_TREE_BYTES`` of their
+text), and a kustomization file is refused when it uses YAML aliases (kustomize's own reader
+bounds their expansion; syncer never expands them: an alias bomb is one line, not a hang).
 """
 
 from __future__ import annotations
@@ -15,21 +21,25 @@ from syncer.errors import ConfigError
 from syncer.gitsource import KUSTOMIZATION_NAMES, kustomization_file
 from syncer.kustomize.render import is_remote
 from syncer.manifests import MAX_FILE_BYTES
-from syncer.yamlread import parse_documents
 from syncer.repofile import read_inside
+from syncer.yamlread import parse_documents
 
 #: Bases nested deeper than this are refused (a cycle kustomize would refuse too).
 MAX_DEPTH = 32
+#: At most this many kustomizations in one installation's graph, and this much of their text.
+MAX_LAYERS = 1000
+MAX_TREE_BYTES = 16 * 1024 * 1024
 
 
-@dataclass
+@dataclass(eq=False)
 class Layer:
     """One kustomization: its directory and file, parsed, and the layers it includes."""
 
     dir: Path  # absolute
     file: Path  # absolute
     data: dict[str, Any]
-    children: list[Layer] = field(default_factory=list)
+    children: list[Layer] = field(default_factory=list)  # bases and components, in the file's order
+    components: list[Layer] = field(default_factory=list)  # the ``components:`` among them, in order
     files: list[Path] = field(default_factory=list)  # resource files listed here (absolute)
     remote: list[str] = field(default_factory=list)  # remote resources/components
 
@@ -46,54 +56,96 @@ def read_yaml(path: Path, repo: Path) -> list[Any]:
     return parse_documents(read_text(path, repo), shown)
 
 
-def read_tree(directory: Path, repo: Path, depth: int = 0, seen: frozenset[Path] = frozenset()) -> Layer:
+def read_kustomization(file: Path, repo: Path, budget: list[int] | None = None) -> dict[str, Any]:
+    """A kustomization file parsed without expanding aliases (refused: kustomize bounds them,
+    syncer has no need of them); ``budget`` ([bytes left]) is charged with its size."""
+    from syncer.kustomize.aliases import refuse_aliases
+
+    repo = repo.resolve()
+    text = read_text(file, repo)
+    shown = file.resolve().relative_to(repo).as_posix() if file.resolve().is_relative_to(repo) else str(file)
+    if budget is not None:
+        budget[0] -= len(text)
+        if budget[0] < 0:
+            raise ConfigError(f"{shown}: the installation's kustomizations hold more than "
+                              f"{MAX_TREE_BYTES // (1024 * 1024)} MiB of text: not read")
+    refuse_aliases(text, shown)
+    docs = parse_documents(text, shown)
+    return docs[0] if docs and isinstance(docs[0], dict) else {}
+
+
+def read_tree(directory: Path, repo: Path) -> Layer:
     """The layer of ``directory`` and (recursively) the bases and components it includes
-    (paths resolved)."""
-    directory, repo = directory.resolve(), repo.resolve()
-    file = kustomization_file(directory)
-    if file is None:
-        raise ConfigError(f"{directory}: no kustomization file")
-    if depth > MAX_DEPTH or directory.resolve() in seen:
-        raise ConfigError(f"{file}: kustomization bases nested too deeply (or in a cycle)")
-    docs = read_yaml(file, repo)
-    data = docs[0] if docs and isinstance(docs[0], dict) else {}
-    layer = Layer(directory, file, data)
-    for key in ("resources", "components", "bases"):
-        entries = data.get(key)
-        for entry in entries if isinstance(entries, list) else []:
-            if not isinstance(entry, str):
-                continue
-            if is_remote(entry):
-                layer.remote.append(entry)
-                continue
-            target = (directory / entry).resolve()
-            if target.is_dir() and kustomization_file(target) is not None:
-                layer.children.append(read_tree(target, repo, depth + 1, seen | {directory.resolve()}))
-            elif target.is_file():
-                layer.files.append(target)
-    return layer
+    (paths resolved); each directory is read once, however many layers include it."""
+    repo = repo.resolve()
+    seen: dict[Path, Layer] = {}
+    budget = [MAX_TREE_BYTES]
+
+    def read(here: Path, depth: int, stack: frozenset[Path]) -> Layer:
+        file = kustomization_file(here)
+        if file is None:
+            raise ConfigError(f"{here}: no kustomization file")
+        if depth > MAX_DEPTH or here in stack:
+            raise ConfigError(f"{file}: kustomization bases nested too deeply (or in a cycle)")
+        if here in seen:
+            return seen[here]
+        if len(seen) >= MAX_LAYERS:
+            raise ConfigError(f"{file}: more than {MAX_LAYERS} kustomizations in one installation: not read")
+        layer = Layer(here, file, read_kustomization(file, repo, budget))
+        seen[here] = layer
+        for key in ("resources", "components", "bases"):
+            entries = layer.data.get(key)
+            for entry in entries if isinstance(entries, list) else []:
+                if not isinstance(entry, str):
+                    continue
+                if is_remote(entry):
+                    layer.remote.append(entry)
+                    continue
+                target = (here / entry).resolve()
+                if target.is_dir() and kustomization_file(target) is not None:
+                    child = read(target, depth + 1, stack | {here})
+                    layer.children.append(child)
+                    if key == "components":
+                        layer.components.append(child)
+                elif target.is_file():
+                    layer.files.append(target)
+        return layer
+
+    return read(directory.resolve(), 0, frozenset())
 
 
 def walk(layer: Layer) -> list[Layer]:
-    """Every layer of the tree, ``layer`` first."""
-    out, stack = [], [layer]
+    """Every layer of the graph once, ``layer`` first."""
+    out: list[Layer] = []
+    seen: set[int] = set()
+    stack = [layer]
     while stack:
         here = stack.pop()
+        if id(here) in seen:
+            continue
+        seen.add(id(here))
         out.append(here)
         stack.extend(reversed(here.children))
     return out
 
 
-def chain(root: Layer, owner: Any) -> list[Layer] | None:
-    """The layers from ``root`` down to the one ``owner`` accepts (a predicate on a layer),
-    nearest (``root``) first; None when no layer does."""
-    if owner(root):
-        return [root]
-    for child in root.children:
-        below = chain(child, owner)
-        if below is not None:
-            return [root, *below]
-    return None
+def paths(root: Layer, owner: Any, limit: int = 64) -> list[list[Layer]]:
+    """The chains of layers from ``root`` down to a layer ``owner`` accepts (a predicate),
+    ``root`` first; at most ``limit`` of them (a diamond has many)."""
+    out: list[list[Layer]] = []
+
+    def go(here: Layer, chain: list[Layer]) -> None:
+        if len(out) >= limit:
+            return
+        chain = [*chain, here]
+        if owner(here):
+            out.append(chain)
+            return
+        for child in here.children:
+            go(child, chain)
+
+    go(root, [])
+    return out
 
 
 def entries(layer: Layer, key: str) -> list[tuple[int, dict[str, Any]]]:
@@ -109,10 +161,12 @@ def find_root(host: Path, repo: Path) -> Path:
     if kustomization_file(host) is not None:
         return host
     found = sorted({f.parent for f in host.rglob("*") if f.name in KUSTOMIZATION_NAMES and f.is_file()})
+    if len(found) > MAX_LAYERS:
+        raise ConfigError(f"{host.relative_to(repo.resolve()).as_posix()}: more than {MAX_LAYERS} kustomizations")
     included: set[Path] = set()
+    budget = [MAX_TREE_BYTES]
     for directory in found:
-        docs = read_yaml(kustomization_file(directory) or directory, repo)
-        data = docs[0] if docs and isinstance(docs[0], dict) else {}
+        data = read_kustomization(kustomization_file(directory) or directory, repo, budget)
         for key in ("resources", "components", "bases"):
             listed = data.get(key)
             for entry in listed if isinstance(listed, list) else []:

@@ -119,10 +119,11 @@ def render(directory: Path, shown: str, texts: Mapping[str, str] | None = None,
         return [d for d in parse_documents(done.stdout.decode("utf-8"), f"kustomize build {shown}") if d is not None]
 
 
-def origin_of(obj: dict[str, Any], strip: bool) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The parsed origin annotation of a rendered object ({} when none) and the kinds of the
-    transformers that touched it; ``strip`` removes the annotations ``buildMetadata`` added
-    (and ``annotations`` itself when left empty)."""
+def origin_of(obj: dict[str, Any], strip: bool) -> tuple[dict[str, Any], tuple[tuple[str, str], ...]]:
+    """The parsed origin annotation of a rendered object ({} when none) and the transformers
+    that ran on it, in order: (the kustomization that configured it, relative to the rendered
+    directory; its kind). ``strip`` removes the annotations ``buildMetadata`` added (and
+    ``annotations`` itself when left empty)."""
     meta = obj.get("metadata")
     notes = meta.get("annotations") if isinstance(meta, dict) else None
     if not isinstance(notes, dict):
@@ -134,12 +135,13 @@ def origin_of(obj: dict[str, Any], strip: bool) -> tuple[dict[str, Any], tuple[s
         if not notes:
             del meta["annotations"]
     origin = _yaml(raw)
-    kinds = []
+    ran = []
     for step in _yaml(steps, many=True):
         by = step.get("configuredBy") if isinstance(step, dict) else None
-        if isinstance(by, dict) and isinstance(by.get("kind"), str) and by["kind"] not in kinds:
-            kinds.append(by["kind"])
-    return (origin if isinstance(origin, dict) else {}), tuple(kinds)
+        where = step.get("configuredIn") if isinstance(step, dict) else None
+        if isinstance(by, dict) and isinstance(by.get("kind"), str):
+            ran.append((where if isinstance(where, str) else "", by["kind"]))
+    return (origin if isinstance(origin, dict) else {}), tuple(ran)
 
 
 def _yaml(raw: Any, many: bool = False) -> Any:
