@@ -40,7 +40,7 @@ from typing import Any
 from bench.common import CORPUS
 from bench.kubediff import apiserver_binary
 from syncer.cli import main as syncer
-from syncer.manifests import parse_documents
+from syncer.sources.manifests import parse_documents
 from tests.realapi.cluster import ClusterError, RealCluster
 
 KUBECTL = os.environ.get("SYNCER_KUBECTL", "/usr/local/bin/kubectl")

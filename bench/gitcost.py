@@ -72,8 +72,8 @@ def _sync(bare: Path, start: str, work: Path, snap: Path, clone: Path | None) ->
 def git_breakdown(bare: Path, start: str, clone: Path, snap: Path) -> dict[str, float]:
     """Seconds per git subcommand (and for the rest) in one reused-clone ``sync_commit``."""
     import syncer.gitrepo as gitrepo
-    from syncer.live import SnapshotSource
-    from syncer.sync import load_installation, sync_commit
+    from syncer.gather.live import SnapshotSource
+    from syncer.writeback.deliver import load_installation, sync_commit
 
     git(bare, "update-ref", "refs/heads/main", start, env=git_env(bare.parent))
     spent: dict[str, float] = defaultdict(float)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from syncer.gather import detect_live
-from syncer.live import SnapshotSource
-from syncer.report import commit_message, pr_body
-from syncer.sync import load_installation
-from syncer.writeback import plan_changes
+from syncer.gather.collect import detect_live
+from syncer.gather.live import SnapshotSource
+from syncer.writeback.report import commit_message, pr_body
+from syncer.writeback.deliver import load_installation
+from syncer.writeback.plan import plan_changes
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=timezone.utc)

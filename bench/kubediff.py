@@ -304,7 +304,7 @@ def parse_cost(n: int = 1250) -> str:
 
     from ruamel.yaml import YAML
 
-    from syncer.manifests import parse_documents
+    from syncer.sources.manifests import parse_documents
 
     with tempfile.TemporaryDirectory(prefix="syncer-parse-") as tmp:
         write_installation(Path(tmp), "s", "ns", n)

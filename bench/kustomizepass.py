@@ -30,14 +30,14 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 def measure(rounds: int, root: Path) -> dict[str, Any]:
-    from syncer.gitsource import load_source
+    from syncer.sources.dispatch import load_source
     from syncer.gitrepo import Workspace
-    from syncer.kustomize import render
+    from syncer.sources.kustomize import render
     from syncer.sidecar.livecache import LiveCache
     from syncer.sidecar.loop import Loop, LoopSettings
     from syncer.sidecar.metrics import Metrics
     from syncer.sidecar.server import Health
-    from syncer.sync import Mode
+    from syncer.writeback.deliver import Mode
 
     work = root / "work"
     shutil.copytree(ROOT / "hosts" / "midgard", work / "hosts" / "midgard")
@@ -130,7 +130,7 @@ def run(quick: bool, workdir: Path, rounds: int | None = None) -> Section:
     sec.row("first pass", f"{r['first']:.3f} s")
     sec.notes.append("`python -m bench.kustomizepass` (or `python -m bench --only kustomize`): the real Loop.run_pass "
                      "as a follower over a real clone of hosts/midgard; a render is made again only when a file of "
-                     "the installation's tree changed (syncer/kustomize/__init__.py), a planned edit is verified "
+                     "the installation's tree changed (syncer/sources/kustomize/__init__.py), a planned edit is verified "
                      "by one more render, remembered while the texts and drifts stay the same.")
     sec.data = r
     return sec

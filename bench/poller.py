@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     from syncer.cache import Caches
     from syncer.errors import SyncerError
     from syncer.gitrepo import Workspace
-    from syncer.live import KubeSource, kube_api_client
-    from syncer.sync import sync_commit
+    from syncer.gather.live import KubeSource, kube_api_client
+    from syncer.writeback.deliver import sync_commit
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     api = kube_api_client(args.kubeconfig, None)

@@ -64,10 +64,10 @@ def top_self(prof: Any, n: int) -> list[str]:
 
 def profile_scale(n: int) -> None:
     from bench.gen import init_repos, write_snapshot
-    from syncer.gather import detect_live
-    from syncer.live import SnapshotSource
-    from syncer.sync import Mode, load_installation, select
-    from syncer.writeback import plan_changes
+    from syncer.gather.collect import detect_live
+    from syncer.gather.live import SnapshotSource
+    from syncer.writeback.deliver import Mode, load_installation, select
+    from syncer.writeback.plan import plan_changes
 
     with tempfile.TemporaryDirectory(prefix="bench-prof-") as tmp:
         inst, _ = init_repos(Path(tmp) / "repo", "bench", n)
@@ -114,7 +114,7 @@ def profile_startup() -> None:
 
 
 def _normalize_pruned(obj: dict[str, Any]) -> dict[str, Any]:
-    """What ``syncer.normalize.normalize`` returns, copying only what it keeps (the proposed fix)."""
+    """What ``syncer.detect.normalize.normalize`` returns, copying only what it keeps (the proposed fix)."""
     import copy
 
     return copy.deepcopy(_normalize_shallow(obj))
@@ -123,9 +123,9 @@ def _normalize_pruned(obj: dict[str, Any]) -> dict[str, Any]:
 def _normalize_shallow(obj: dict[str, Any]) -> dict[str, Any]:
     """The same content, sharing everything below ``metadata`` with ``obj`` (safe only for readers).
 
-    This was the proposed fix; ``syncer.normalize.normalize`` now does exactly this.
+    This was the proposed fix; ``syncer.detect.normalize.normalize`` now does exactly this.
     """
-    from syncer.normalize import normalize
+    from syncer.detect.normalize import normalize
 
     return normalize(obj)
 
@@ -136,10 +136,10 @@ def _detect_whatif(repo: Path, source: Any, reps: int) -> tuple[float, float]:
     import time
 
     import syncer.config as config_mod
-    import syncer.engine as engine
-    import syncer.normalize as norm
-    from syncer.gather import detect_live
-    from syncer.sync import load_installation
+    import syncer.detect.engine as engine
+    import syncer.detect.normalize as norm
+    from syncer.gather.collect import detect_live
+    from syncer.writeback.deliver import load_installation
 
     loaded = load_installation(repo, "bench")
     now = datetime.now(timezone.utc)
@@ -178,9 +178,9 @@ def whatif(n: int) -> None:
     import yaml
 
     from bench.gen import init_repos, write_snapshot
-    from syncer.live import SnapshotSource
-    from syncer.manifests import parse_documents
-    from syncer.normalize import normalize
+    from syncer.gather.live import SnapshotSource
+    from syncer.sources.manifests import parse_documents
+    from syncer.detect.normalize import normalize
 
     def best(fn: Callable[[], Any], reps: int = 3) -> float:
         times = []

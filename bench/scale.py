@@ -64,10 +64,10 @@ def _maxrss_kib() -> int:
 def child(repo: Path, installation: str, snapshot: Path) -> dict[str, Any]:
     from datetime import datetime, timezone
 
-    from syncer.gather import detect_live
-    from syncer.live import SnapshotSource
-    from syncer.sync import Mode, load_installation, select
-    from syncer.writeback import plan_changes
+    from syncer.gather.collect import detect_live
+    from syncer.gather.live import SnapshotSource
+    from syncer.writeback.deliver import Mode, load_installation, select
+    from syncer.writeback.plan import plan_changes
 
     out: dict[str, Any] = {"rss_start": _maxrss_kib()}
 

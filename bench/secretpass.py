@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=8)
     rounds = ap.parse_args(argv).rounds
     from bench import sidecarpass
-    from syncer import engine
+    from syncer.detect import engine
     from syncer.sidecar.loop import Loop
 
     judging = [0.0]

@@ -1,4 +1,4 @@
-"""What judging one value for secrets costs: ``syncer.secrets.judge`` against Yelp's
+"""What judging one value for secrets costs: ``syncer.secrets.values.judge`` against Yelp's
 ``detect-secrets`` plugins (when installed; syncer does not depend on it).
 
     python -m bench.secretscan [--n 5000]
@@ -36,13 +36,13 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.secretscan")
     ap.add_argument("--n", type=int, default=5000)
     n = ap.parse_args(argv).n
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
-    print(f"syncer.secrets import: {_import_ms('import syncer.secrets'):.1f} ms")
+    print(f"syncer.secrets.values import: {_import_ms('import syncer.secrets.values'):.1f} ms")
     start = time.perf_counter()
     for i in range(n):
         judge(f"{VALUES[i % len(VALUES)]}{i}")
-    print(f"syncer.secrets.judge: {(time.perf_counter() - start) / n * 1e6:.1f} us/value ({n} values)")
+    print(f"syncer.secrets.values.judge: {(time.perf_counter() - start) / n * 1e6:.1f} us/value ({n} values)")
     try:
         import importlib
 

@@ -32,12 +32,12 @@ def measure(n: int, rounds: int, root: Path, leader: bool = False) -> dict[str, 
     from bench.gen import declared_objects, init_repos, live_object
     from syncer import gitrepo
     from syncer.gitrepo import Workspace
-    from syncer.manifests import object_ref
+    from syncer.sources.manifests import object_ref
     from syncer.sidecar.livecache import LiveCache
     from syncer.sidecar.loop import Loop, LoopSettings
     from syncer.sidecar.metrics import Metrics
     from syncer.sidecar.server import Health
-    from syncer.sync import Mode
+    from syncer.writeback.deliver import Mode
 
     inst, bare = init_repos(root, "bench", n)
     ws = Workspace.open_or_clone(str(bare), "main", root / "clone", installation="bench")
@@ -57,7 +57,7 @@ def measure(n: int, rounds: int, root: Path, leader: bool = False) -> dict[str, 
         from tests.fakes.kube_api import FakeKubeAPI
 
         from syncer.kube import kube_client
-        from syncer.manifests import parse_documents
+        from syncer.sources.manifests import parse_documents
         from syncer.sidecar.state import ConfigMapStore
 
         fake = FakeKubeAPI().start()
@@ -159,8 +159,8 @@ def run(quick: bool, workdir: Path, n: int | None = None, rounds: int | None = N
     sec.notes.append("`python -m bench.sidecarpass` (or `python -m bench --only sidecarpass`): the real Loop.run_pass "
                      "as a follower over a real clone; the LiveCache is filled with `put` as the watches fill it; "
                      "each change is a new value of one ConfigMap's LOG_LEVEL. Unchanged files are not parsed again "
-                     "(syncer/manifests.py), objects found in sync are not compared again while neither side changes "
-                     "(syncer/engine.py), the edited file's parses are remembered (syncer/writeback.py). The leader "
+                     "(syncer/sources/manifests.py), objects found in sync are not compared again while neither side changes "
+                     "(syncer/detect/engine.py), the edited file's parses are remembered (syncer/writeback/plan.py). The leader "
                      "rows add the state record in a ConfigMap of the fake API server (tests/fakes/kube_api, over "
                      "loopback HTTP): read every pass, written when what git and the cluster agree on changes.")
     sec.data = {"follower": r, "leader": lead}

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from syncer.config import Config
-    from syncer.history import Version
-    from syncer.kustomize import Render
-    from syncer.manifests import FileParse, Index
+    from syncer.gather.history import Version
+    from syncer.sources.kustomize import Render
+    from syncer.sources.manifests import FileParse, Index
     from syncer.model import ObjectRef
-    from syncer.writeback import EditorParse, Planned
+    from syncer.writeback.plan import EditorParse, Planned
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -204,7 +204,7 @@ class Caches:
     #: engine: the trusted last-applied base of a live object, by identity.
     last_applied: Lru[Any, Any] = field(default_factory=_identity)
     #: engine: the tracking of the last few manifests (compare order, Endpoints family, which
-    #: objects were found in sync: syncer/tracking.py), by the identity of their objects.
+    #: objects were found in sync: syncer/detect/tracking.py), by the identity of their objects.
     tracking: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
     #: gather: the live objects detection reads (``objects_to_read``) of (manifests, config), by identity.
     to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))

@@ -25,8 +25,8 @@ from syncer.commands.run import cmd_run
 from syncer.errors import SyncerError
 from syncer.forges import KINDS as FORGE_KINDS
 from syncer.gitrepo import Identity
-from syncer.redact import redact_text
-from syncer.sync import DEFAULT_MODE, Mode
+from syncer.secrets.redact import redact_text
+from syncer.writeback.deliver import DEFAULT_MODE, Mode
 
 __all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_main", "main"]
 
@@ -178,15 +178,15 @@ def main(argv: Sequence[str] | None = None, *, now: datetime | None = None, stdo
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     kustomize = os.environ.get("SYNCER_KUSTOMIZE")
     if getattr(args, "kustomize", None):
-        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.kustomize.render reads, here and in the sidecar
+        os.environ["SYNCER_KUSTOMIZE"] = args.kustomize  # what syncer.sources.kustomize.render reads, here and in the sidecar
     try:
         if getattr(args, "watch", False):
             from syncer.commands.watching import watching
 
             return watching(COMMANDS[args.command], args, now, stdout, stderr, secrets)
         code = COMMANDS[args.command](args, now or datetime.now(timezone.utc), stdout)
-        if argv is None:  # the process's own command line: it ends next (syncer.oneshot)
-            from syncer.oneshot import before_exit
+        if argv is None:  # the process's own command line: it ends next (syncer.gather.oneshot)
+            from syncer.gather.oneshot import before_exit
 
             before_exit()
         return code

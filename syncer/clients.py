@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 from syncer.errors import ConfigError
 from syncer.gitrepo import Identity, Workspace, remote_default_branch
 from syncer.kube import KubeClient, kube_client
-from syncer.manifests import parse_documents
-from syncer.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
-from syncer.sync import Mode
+from syncer.sources.manifests import parse_documents
+from syncer.gather.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
+from syncer.writeback.deliver import Mode
 
 if TYPE_CHECKING:
     import httpx
 
     from syncer.forges import Forge
     from syncer.forges.githubapp import InstallationToken
-    from syncer.notify import Notifier
+    from syncer.writeback.notify import Notifier
 
 
 def live_source(args: argparse.Namespace, namespace: str) -> LiveSource:
@@ -133,6 +133,6 @@ def workspace(args: argparse.Namespace, remote: str, dest: Path, identity: Ident
 
 def notifier(urls: Sequence[str], client: httpx.Client, secrets: Sequence[str]) -> Notifier:
     """The webhooks of ``--notify-url``, posting through ``client``, masking ``secrets``."""
-    from syncer.notify import Notifier
+    from syncer.writeback.notify import Notifier
 
     return Notifier(urls, client, secrets=secrets)

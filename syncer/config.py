@@ -30,13 +30,13 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from syncer import userpattern
+from syncer.secrets import userpattern
 from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.repofile import excerpt, read_inside
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
-from syncer.ownership import DEFAULT_APPLIERS
+from syncer.detect.ownership import DEFAULT_APPLIERS
 from syncer.yamlread import malformed
 
 #: The config's name inside ``hosts/<installation>/``: an extension no applier reads.

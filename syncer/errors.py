@@ -30,7 +30,7 @@ errors are translated at the boundaries with ``raise ... from``.
     and private signals caught in the module that raises them, never shown as they are:
      ├── EditRefused  (yamledit._verify)     an edit would not read back as intended
      ├── _Unusual     (manifests)            a document left to ruamel's constructor
-     └── _NotWritable (kustomize.sourcemap)  a field's source cannot be told or written
+     └── NotWritable (sources.kustomize.places)  a field's source cannot be told or written
 
 Every error carries ``transient``: True when retrying the same call later may succeed
 (timeouts, 5xx, 429, a push race), False when a human has to change something first

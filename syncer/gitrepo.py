@@ -17,7 +17,7 @@ from pathlib import Path
 
 from syncer import USER_AGENT
 from syncer.errors import GitError
-from syncer.redact import redact_url
+from syncer.secrets.redact import redact_url
 
 #: Network git commands (clone, fetch, push, ls-remote) get this long; a remote that takes
 #: longer is treated as down for this round rather than blocking the loop forever.
@@ -88,7 +88,7 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
 
 def history_runner(path: Path, identity: Identity = Identity(),
                    fetch: bool = False) -> "Callable[[list[str], float], str | None]":
-    """Git as the history base (syncer/history.py) runs it in ``path``: a file's text exactly as
+    """Git as the history base (syncer/gather/history.py) runs it in ``path``: a file's text exactly as
     stored, None on any failure (no answer, never an error). Without ``fetch`` (a person's
     checkout) a partial clone's missing versions are not fetched: that would ask for
     credentials or stall on a remote."""
@@ -135,7 +135,7 @@ class Workspace:
         return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT)
 
     def history_git(self) -> "Callable[[list[str], float], str | None]":
-        """Git for the history base (syncer/history.py) in this clone: it may fetch an old
+        """Git for the history base (syncer/gather/history.py) in this clone: it may fetch an old
         version of a file the blob-less clone lacks, with this clone's credentials."""
         return history_runner(self.path, self.identity, fetch=True)
 

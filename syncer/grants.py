@@ -112,9 +112,9 @@ def unreadable_message(ref: ObjectRef, exc: Exception, written: bool) -> str:
 def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
     """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
     from syncer.config import load_config
-    from syncer.gather import live_reads
-    from syncer.manifests import host_dir
-    from syncer.sync import load_installation
+    from syncer.gather.collect import live_reads
+    from syncer.sources.manifests import host_dir
+    from syncer.writeback.deliver import load_installation
 
     config = load_config(host_dir(repo, installation), installation, namespace=namespace)
     loaded = load_installation(repo, installation, config)

@@ -49,7 +49,7 @@ DATA_MAPS: dict[str, frozenset[str]] = {
     "EndpointSlice": frozenset({"endpoints"}),
 }
 
-#: (classified against candidate lists by ``syncer.endpoints``)
+#: (classified against candidate lists by ``syncer.detect.endpoints``)
 ENDPOINTS_FAMILY = frozenset({"Endpoints", "EndpointSlice"})
 
 #: kind -> (a field that hands another field to a controller, that field): while an object sets

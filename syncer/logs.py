@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from syncer.redact import redact_text
+from syncer.secrets.redact import redact_text
 
 FORMATS = ("text", "json")
 _FIELDS = "syncer_fields"

@@ -87,7 +87,7 @@ class Action(str, enum.Enum):
 
 
 class GitSays(str, enum.Enum):
-    """What git's history says of a drifted value (``syncer.history``)."""
+    """What git's history says of a drifted value (``syncer.gather.history``)."""
 
     MOVED = "moved"  # git changed this value after the cluster last applied it
     COPIED = "copied"  # the value was last written by syncer, copying the cluster
@@ -110,7 +110,7 @@ class Edit:
     path: Path  # inside the object
     value: Any
     add: bool = False  # True: ``path[-1]`` is a new key of the mapping at ``path[:-1]``
-    #: Set for a rendered object's field (``syncer.kustomize``): ``path`` is then the full path
+    #: Set for a rendered object's field (``syncer.sources.kustomize``): ``path`` is then the full path
     #: inside document ``doc`` of the drift's file, which is not the object's own file.
     doc: int | None = None
 
@@ -137,8 +137,8 @@ class Drift:
     detail: str = ""  # human summary, e.g. "+192.168.68.75 -192.168.68.58"
     reason: str = ""  # why this action (e.g. "held 3m of 10m", "Secret: never written")
     edits: tuple[Edit, ...] = ()  # what write-back changes in the file for this drift
-    service: str = ""  # Endpoints family: the Service whose address set was judged (see syncer.endpoints)
-    base: str = ""  # the base that decided the direction (syncer.bases: last-applied, ownership, ...)
+    service: str = ""  # Endpoints family: the Service whose address set was judged (see syncer.detect.endpoints)
+    base: str = ""  # the base that decided the direction (syncer.detect.bases: last-applied, ownership, ...)
     base_why: str = ""  # what that base showed, in one line
     base_note: str = ""  # a base that was set aside, and why (a tainted last-applied annotation)
     #: Endpoints family: the candidate hosts of the binding as this detection read them (None:

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 from syncer.errors import ConfigError
-from syncer.redact import REDACTED, secret_value
+from syncer.secrets.redact import REDACTED, secret_value
 
 #: No manifest or config comes close; a bigger file is refused unread.
 MAX_FILE_BYTES = 4 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""Detection inputs built directly from live objects: what ``syncer.gather`` hands to
+"""Detection inputs built directly from live objects: what ``syncer.gather.collect`` hands to
 ``engine.detect``, for detection tests that need no API server, no source and no git."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from syncer.config import Config
-from syncer.endpoints import declared_services
-from syncer.gather import objects_to_read
-from syncer.inputs import Inputs, LiveRead
-from syncer.manifests import Manifests
+from syncer.detect.endpoints import declared_services
+from syncer.gather.collect import objects_to_read
+from syncer.detect.inputs import Inputs, LiveRead
+from syncer.sources.manifests import Manifests
 from syncer.model import ObjectRef
 
 

@@ -1,5 +1,5 @@
 """Webhooks: ``syncer sync`` and a sidecar pass build their events in one place
-(``syncer.alerts``), so the same outcome sends the same events with the same payloads.
+(``syncer.writeback.alerts``), so the same outcome sends the same events with the same payloads.
 
 Two identical worlds (same manifests, same live objects, each with its own bare origin and
 its own fake forge over loopback): the one-shot ``syncer sync`` runs in one, a sidecar pass
@@ -25,8 +25,8 @@ from tests.helpers import _loopback_only, fake  # noqa: F401 - fixtures
 from tests.test_sidecar import FakeClock, live_like_example, seed, set_endpoints, sidecar
 from syncer.cli import main
 from syncer.forges import make_forge
-from syncer.notify import Notifier
-from syncer.sync import Mode, load_installation
+from syncer.writeback.notify import Notifier
+from syncer.writeback.deliver import Mode, load_installation
 
 TOKEN = "forge-token-alerts"
 

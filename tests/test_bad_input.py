@@ -174,9 +174,9 @@ def test_live_object_of_unexpected_shape(tmp_path: Path) -> None:
 
 def test_live_metadata_of_the_wrong_type_costs_only_that_object() -> None:
     from syncer.config import load_config
-    from syncer.gather import detect_live
-    from syncer.live import SnapshotSource
-    from syncer.manifests import load_manifests
+    from syncer.gather.collect import detect_live
+    from syncer.gather.live import SnapshotSource
+    from syncer.sources.manifests import load_manifests
     from syncer.model import ObjectRef
 
     live = SnapshotSource([EXAMPLE_LIVE], "ai")

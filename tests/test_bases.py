@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from syncer import bases
+from syncer.detect import bases
 from syncer.config import parse_config
-from syncer.history import GitHistory, GitSays, LineChange, judge
+from syncer.gather.history import GitHistory, GitSays, LineChange, judge
 from syncer.model import Direction, ObjectRef
-from syncer.normalize import LAST_APPLIED, normalize
-from syncer.ownership import DEFAULT_APPLIERS, direction_by_owner, owner, trusted_last_applied
+from syncer.detect.normalize import LAST_APPLIED, normalize
+from syncer.detect.ownership import DEFAULT_APPLIERS, direction_by_owner, owner, trusted_last_applied
 
 APPLIERS = frozenset(DEFAULT_APPLIERS)
 ANN = f"f:{LAST_APPLIED}"
@@ -480,7 +480,7 @@ def test_history_reads_a_checkout_in_a_subdirectory_of_the_repository(tmp_path: 
 def test_a_status_apply_is_no_apply_of_the_manifest() -> None:
     """A controller applying ``status`` server-side (``subresource: status``, Kubernetes 1.22+)
     would otherwise move the "last apply" past a git change and hide it."""
-    from syncer.ownership import last_apply_time
+    from syncer.detect.ownership import last_apply_time
 
     apply = entry("kubectl-client-side-apply", applied_fields("A"), "2026-07-02T00:00:00Z")
     status = {**entry("my-controller", {"f:status": {"f:ready": {}}}, "2026-07-09T00:00:00Z", operation="Apply"),

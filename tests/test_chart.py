@@ -618,8 +618,8 @@ def test_init_chart_values_grant_exactly_what_the_config_reads(helm: str, tmp_pa
     import io
 
     from syncer.cli import main
-    from syncer.gather import live_reads
-    from syncer.sync import load_installation
+    from syncer.gather.collect import live_reads
+    from syncer.writeback.deliver import load_installation
 
     out = io.StringIO()
     assert main(["init", "asgard", "--repo", str(ROOT), "--chart-values"], stdout=out) == 0

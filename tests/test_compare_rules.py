@@ -18,11 +18,11 @@ import pytest
 from tests.conftest import NOW, git
 
 from syncer.cli import main
-from syncer.diff import compare, quantity
-from syncer.manifests import parse_documents
+from syncer.detect.diff import compare, quantity
+from syncer.sources.manifests import parse_documents
 from syncer.model import DriftClass
-from syncer.normalize import normalize
-from syncer.writeback import plan_changes
+from syncer.detect.normalize import normalize
+from syncer.writeback.plan import plan_changes
 
 DEPLOY = """\
 apiVersion: apps/v1
@@ -547,10 +547,10 @@ def test_a_write_that_does_not_read_back_exactly_aborts_that_file(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from syncer import yamledit
     from syncer.config import load_config
-    from syncer.gather import detect_live
-    from syncer.live import SnapshotSource
-    from syncer.manifests import load_manifests
-    from syncer.sync import Mode, select
+    from syncer.gather.collect import detect_live
+    from syncer.gather.live import SnapshotSource
+    from syncer.sources.manifests import load_manifests
+    from syncer.writeback.deliver import Mode, select
 
     live = _live_deploy()
     live["spec"]["replicas"] = 5
@@ -723,7 +723,7 @@ def test_a_string_kubectl_would_read_as_a_number_is_written_quoted(tmp_path: Pat
 def test_yaml_keys_that_are_no_strings_compare_as_kubectl_sends_them() -> None:
     # ingress-nginx's custom error pages: `data:` keys 404 and 503 are YAML ints; kubectl sends
     # them as the JSON keys "404" and "503".
-    from syncer.diff import compare
+    from syncer.detect.diff import compare
 
     git = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pages"},
            "data": {404: "<html>not found</html>", 503: "<html>busy</html>", True: "yes"}}
@@ -736,7 +736,7 @@ def test_yaml_keys_that_are_no_strings_compare_as_kubectl_sends_them() -> None:
 
 
 def test_helms_managed_by_label_only_live_is_no_difference() -> None:
-    from syncer.diff import compare
+    from syncer.detect.diff import compare
 
     git = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"app": "c"}}, "data": {}}
     live = {"apiVersion": "v1", "kind": "ConfigMap", "data": {},

@@ -93,7 +93,7 @@ def test_a_backtracking_bomb_in_secret_keys_is_matched_by_re2(monkeypatch: pytes
     (the diff never ended); RE2 answers at once. Python's ``re`` never sees the pattern."""
     import re
 
-    from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key
+    from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, is_secret_key
 
     cfg = parse_config("secretKeys: ['(.+)+!']\n", SRC, "asgard")
     real = re.compile
@@ -109,7 +109,7 @@ def test_a_backtracking_bomb_in_secret_keys_is_matched_by_re2(monkeypatch: pytes
     assert is_secret_key("a" * 60 + "!", (*DEFAULT_SECRET_PATTERNS, *cfg.secret_keys))
     import re2
 
-    from syncer import userpattern
+    from syncer.secrets import userpattern
 
     assert isinstance(userpattern._compiled("(.+)+!"), re2._Regexp)
 
@@ -149,8 +149,8 @@ def test_many_secret_keys_patterns_are_refused_and_the_rest_compile_once(monkeyp
     """Was (issue 21, third round, F10): 400 accepted ``[\\w\\W]{0,1000}N`` patterns thrashed the
     RE2 compile cache (256 programs): 26 s for 20 keys. Now at most 64 patterns (and 8,192
     characters) load, and one config's patterns run as one program, compiled once."""
-    from syncer import userpattern
-    from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key
+    from syncer.secrets import userpattern
+    from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, is_secret_key
 
     many = "".join(f"  - '[\\w\\W]{{0,1000}}{i}'\n" for i in range(400))
     msg = _err(f"secretKeys:\n{many}")

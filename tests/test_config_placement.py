@@ -19,7 +19,7 @@ from tests.helpers import make_repo, run
 from syncer import config as config_mod
 from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config
 from syncer.errors import ConfigError
-from syncer.manifests import load_manifests, manifest_files
+from syncer.sources.manifests import load_manifests, manifest_files
 
 
 @pytest.fixture(autouse=True)

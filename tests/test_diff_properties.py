@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncer.diff import compare
+from syncer.detect.diff import compare
 from syncer.model import DriftClass
-from syncer.normalize import get_path, normalize
+from syncer.detect.normalize import get_path, normalize
 
 keys = st.text(alphabet="abcdefghij", min_size=1, max_size=4)
 scalars = st.one_of(st.integers(-5, 5), st.booleans(), st.text(alphabet="xyz ", max_size=5))

@@ -1,4 +1,4 @@
-"""The Endpoints family (syncer/endpoints.py): Endpoints and EndpointSlices against candidates.
+"""The Endpoints family (syncer/detect/endpoints.py): Endpoints and EndpointSlices against candidates.
 
 Pure detection over the vanaheim example (hosts/vanaheim, whose manager writes slices) and
 its snapshot examples/vanaheim-live.yaml; write-back planned on a copy of the files.
@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
-from syncer import endpoints
-from syncer.gather import detect_live
-from syncer.live import LiveSource, SnapshotSource
+from syncer.detect import endpoints
+from syncer.gather.collect import detect_live
+from syncer.gather.live import LiveSource, SnapshotSource
 from syncer.model import Action, DriftClass, ObjectRef, Result
-from syncer.sync import load_installation
-from syncer.writeback import plan_changes
+from syncer.writeback.deliver import load_installation
+from syncer.writeback.plan import plan_changes
 
 VANAHEIM_LIVE = ROOT / "examples" / "vanaheim-live.yaml"
 NS = "ai"
@@ -385,7 +385,7 @@ def test_one_shot_sync_notifies_once_per_service_not_per_slice(tmp_path: Path, l
 
 
 def test_long_candidate_lists_parse_the_same_and_are_not_remembered() -> None:
-    from syncer import endpoints as ep
+    from syncer.detect import endpoints as ep
 
     short = "192.168.68.75 100.115.97.90:11434 fd7a:115c:a1e0::5a Mac-Studio.local"
     long = " ".join([short] + [f"10.0.{i // 256}.{i % 256}" for i in range(600)])  # > 4 KiB

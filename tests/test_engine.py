@@ -13,9 +13,9 @@ from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 from tests.gathered import gathered
 
 from syncer.config import load_config
-from syncer.engine import detect
-from syncer.live import SnapshotSource
-from syncer.manifests import load_manifests
+from syncer.detect.engine import detect
+from syncer.gather.live import SnapshotSource
+from syncer.sources.manifests import load_manifests
 from syncer.model import Action, Direction, DriftClass, ObjectRef
 
 
@@ -183,7 +183,7 @@ def test_json_snapshot_reads_like_yaml(tmp_path: Path) -> None:
 
 
 def test_normalize_leaves_the_live_object_alone(live: SnapshotSource) -> None:
-    from syncer.normalize import normalize
+    from syncer.detect.normalize import normalize
 
     obj = live.objects[ObjectRef("v1", "ConfigMap", "ai", "ollama-endpoint-manager")]
     before = copy.deepcopy(obj)
@@ -193,7 +193,7 @@ def test_normalize_leaves_the_live_object_alone(live: SnapshotSource) -> None:
 
 
 def test_the_deciding_base_and_a_set_aside_annotation_are_in_every_output(live: SnapshotSource) -> None:
-    from syncer.report import pr_body, render_json, render_text
+    from syncer.writeback.report import pr_body, render_json, render_text
 
     # The editor's search-and-replace also rewrote the annotation, and kubectl-edit owns it now.
     cm = _mutate(live, "ConfigMap", "ollama-endpoint-manager")

@@ -30,7 +30,7 @@ if not __package__:  # run as a script: the checkout's ``tests`` package, after 
 from tests.conftest import DATA, NOW, git  # noqa: E402
 
 from syncer.cli import main  # noqa: E402
-from syncer.manifests import parse_documents  # noqa: E402
+from syncer.sources.manifests import parse_documents  # noqa: E402
 
 PAIRS = DATA / "fidelity"
 CASES = sorted(p.name for p in PAIRS.iterdir() if (p / "hosts").is_dir())

@@ -19,7 +19,7 @@ from tests.test_sidecar import (  # noqa: F401 - fixtures
 from tests.fakes.kube_api import FakeKubeAPI
 from syncer.filewatch import DirWatcher, rerun_on_change
 from syncer.sidecar.app import ConfigOverride
-from syncer.sync import Mode
+from syncer.writeback.deliver import Mode
 
 CONFIG = (ROOT / "hosts" / "asgard" / "syncer.conf").read_text()
 

@@ -23,7 +23,7 @@ from tests.fakes.forges import FAKES, FakeForgeServer, FakeTime, init_bare_repo
 from syncer.errors import ConfigError, ForgeError, PullRequestExists
 from syncer.forges import Forge, api_url, make_forge
 from syncer.forges._http import ForgeRateLimited
-from syncer.pullrequest import (
+from syncer.writeback.pullrequest import (
     HUMAN_PUSHED_MARKER,
     PrOutcome,
     Proposal,

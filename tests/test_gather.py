@@ -11,16 +11,16 @@ import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 from tests.gathered import gathered
 
-from syncer import engine
+from syncer.detect import engine
 from syncer.config import Candidates, Config, load_config
 from syncer.errors import Forbidden
-from syncer.gather import detect_live, objects_to_read
+from syncer.gather.collect import detect_live, objects_to_read
 from syncer.model import GitSays
-from syncer.live import SnapshotSource
-from syncer.manifests import Manifests, load_manifests
+from syncer.gather.live import SnapshotSource
+from syncer.sources.manifests import Manifests, load_manifests
 from syncer.model import Direction, ObjectRef
 from syncer.sidecar.loop import tracked_refs
-from syncer.sync import Loaded
+from syncer.writeback.deliver import Loaded
 
 MAC = ObjectRef("v1", "Endpoints", "ai", "mac-ollama")
 CM = ObjectRef("v1", "ConfigMap", "ai", "ollama-endpoint-manager")

@@ -24,7 +24,7 @@ from tests.fakes.forges import FakeGitHub, FakeTime, init_bare_repo
 
 from syncer.errors import PullRequestExists
 from syncer.forges.github import GitHubForge
-from syncer.pullrequest import PrOutcome, Proposal, reconcile_pull_request
+from syncer.writeback.pullrequest import PrOutcome, Proposal, reconcile_pull_request
 
 SPEC_PATH = DATA / "forge-api" / "github-rest-pulls.json"
 

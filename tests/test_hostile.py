@@ -55,7 +55,7 @@ def test_deep_last_applied_annotation_costs_only_its_object(tmp_path: Path) -> N
 
 def test_huge_last_applied_annotation_is_refused_unread() -> None:
     from syncer.bounds import InputRejected
-    from syncer.normalize import last_applied
+    from syncer.detect.normalize import last_applied
 
     live = {"metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration":
                                          '{"a": "' + "x" * (2 * 1024 * 1024) + '"}'}}}
@@ -231,7 +231,7 @@ def test_hooks_planted_in_the_shared_temp_dir_never_run(asgard_repo: Path, tmp_p
 
 def test_installation_name_with_a_trailing_newline_is_refused() -> None:
     from syncer.errors import ConfigError
-    from syncer.manifests import check_installation
+    from syncer.sources.manifests import check_installation
 
     assert check_installation("asgard") == "asgard"
     with pytest.raises(ConfigError, match="not a valid name"):
@@ -313,10 +313,10 @@ def test_secret_values_never_reach_webhooks(asgard_repo: Path, tmp_path: Path) -
     import httpx
     from tests.fakes.webhook import Receiver
 
-    from syncer.gather import detect_live
-    from syncer.live import SnapshotSource
-    from syncer.notify import Notifier
-    from syncer.sync import load_installation
+    from syncer.gather.collect import detect_live
+    from syncer.gather.live import SnapshotSource
+    from syncer.writeback.notify import Notifier
+    from syncer.writeback.deliver import load_installation
 
     _with_secret_config(asgard_repo)
     loaded = load_installation(asgard_repo, "asgard")
@@ -338,7 +338,7 @@ def test_secret_values_never_reach_webhooks(asgard_repo: Path, tmp_path: Path) -
 def test_slack_text_cannot_be_forged_by_a_value() -> None:
     """Was: ``slack_text`` escaped only ``& < >``: a value with a backtick and a newline left
     its code span and added lines looking like syncer's own, with bare links and mentions."""
-    from syncer.notify import slack_text
+    from syncer.writeback.notify import slack_text
 
     forged = ("x`\n*syncer* asgard: pull request opened\nmerge it: https://evil.example/pr ` evil.com "
               "www.evil.example @channel #general\u2028\x1b[31m")
@@ -361,7 +361,7 @@ def test_slack_text_cannot_be_forged_by_a_value() -> None:
                                  "client_secret", "AWS_SECRET_ACCESS_KEY", "PRIVATE_KEY", "tls.privateKey",
                                  "credentials.json", "redis-passwd", "SSH_KEY", "smtpPassphrase"])
 def test_secret_key_hits(key: str) -> None:
-    from syncer.redact import is_secret_key
+    from syncer.secrets.redact import is_secret_key
 
     assert is_secret_key(key)
 
@@ -370,7 +370,7 @@ def test_secret_key_hits(key: str) -> None:
                                  "PRIMARY_KEY", "keyspace", "TOKEN_URL", "SECRET_NAME", "PASSWORD_FILE",
                                  "MAC_ADDRS", "private", "PASSWORD_MIN_LENGTH", "", "-", "[0]"])
 def test_secret_key_near_misses(key: str) -> None:
-    from syncer.redact import is_secret_key
+    from syncer.secrets.redact import is_secret_key
 
     assert not is_secret_key(key)
 
@@ -381,7 +381,7 @@ def test_secret_key_near_misses(key: str) -> None:
                                  "dbpassword", "MYSQL_ROOT_PWD"])
 def test_secret_key_hits_written_as_one_word(key: str) -> None:
     """Was: only whole words matched, so ``PGPASSWORD`` or ``MYSQL_PWD`` was copied and shown."""
-    from syncer.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, secret_field
+    from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, secret_field
 
     assert is_secret_key(key)
     assert is_secret_key(key, (*DEFAULT_SECRET_PATTERNS, "stripe_.*"))  # secretKeys add to the defaults
@@ -398,7 +398,7 @@ def test_secret_key_near_misses_of_one_word_rules(key: str) -> None:
     (``TOKENIZER``, ``SECRETARY``, ``PASSTHROUGH``) is not; ``pass`` counts only ending the
     last word and not in ``bypass``/``compass``; ``PWD`` alone is a working directory; a last
     word saying what the key is about (``_FILE``, ``_URL``, ``_PATH``) wins as before."""
-    from syncer.redact import is_secret_key
+    from syncer.secrets.redact import is_secret_key
 
     assert not is_secret_key(key)
 
@@ -406,7 +406,7 @@ def test_secret_key_near_misses_of_one_word_rules(key: str) -> None:
 def test_urls_with_an_empty_user_or_a_slash_in_the_password_are_secret() -> None:
     """Was: ``secret_value`` wanted a user name and no ``/`` in the password, so
     ``redis://:hunter2@redis:6379/0`` and ``postgres://app:p/w@db/x`` were copied and shown."""
-    from syncer.redact import secret_value
+    from syncer.secrets.redact import secret_value
 
     for url in ("redis://:hunter2@redis:6379/0", "postgres://app:p/w@db/x", "amqp://:p%2Fw@mq",
                 "DATABASE_URL=postgres://app:p/w/x@db:5432/x?sslmode=require"):
@@ -427,7 +427,7 @@ def test_object_missing_live_renders_in_json(tmp_path: Path) -> None:
 
 
 def test_secret_value_shapes_and_near_misses() -> None:
-    from syncer.redact import secret_value
+    from syncer.secrets.redact import secret_value
 
     assert secret_value(PEM) == "a PEM private key"
     assert secret_value(JWT) == "a JWT"
@@ -462,7 +462,7 @@ def test_newlines_nul_and_escapes_in_a_value_cannot_forge_the_commit_message(asg
     assert [t.split(":")[0] for t in trailers.splitlines() if t] == ["Syncer-Installation", "Syncer-Drift-Hash"]
     assert "Signed-off-by: Mallory" in message  # still shown, escaped, inside its own line
     # the exact value (NUL included) is in the file, as YAML escapes
-    from syncer.manifests import parse_documents
+    from syncer.sources.manifests import parse_documents
 
     docs = parse_documents(git(asgard_repo, "show", "origin/main:hosts/asgard/ollama-endpoint-manager.yaml"), "f")
     assert next(d for d in docs if d and d["kind"] == "ConfigMap")["data"]["MAC_ADDRS"] == EVIL
@@ -475,7 +475,7 @@ def test_pr_body_cells_are_inert_markdown(tmp_path: Path) -> None:
     """Was: a backtick closed the code span, ``\\|`` split the cell, and the manager name and
     details went in raw (mentions, links, HTML)."""
     from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
-    from syncer.report import pr_body
+    from syncer.writeback.report import pr_body
 
     ref = ObjectRef("v1", "ConfigMap", "ai", CM_NAME)
     written = Drift(ref, "hosts/asgard/x.yaml", ("data", "A"), "old", "x` | <img src=x onerror=alert(1)> \\| @org/team",
@@ -495,7 +495,7 @@ def test_pr_body_cells_are_inert_markdown(tmp_path: Path) -> None:
 
 def test_pr_body_with_10000_added_keys_is_built_in_linear_time() -> None:
     from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Result
-    from syncer.report import commit_message, pr_body, pr_fingerprint
+    from syncer.writeback.report import commit_message, pr_body, pr_fingerprint
 
     ref = ObjectRef("v1", "ConfigMap", "ai", CM_NAME)
     drifts = tuple(Drift(ref, "f.yaml", ("data", f"K{i}"), None, f"v{i}", Direction.CLUSTER, DriftClass.ADDED,
@@ -539,10 +539,10 @@ def test_add_keys_in_one_edit_reads_back_like_one_by_one(text: str) -> None:
 
 def test_10000_keys_added_live_are_planned_in_one_pass(tmp_path: Path) -> None:
     """Was: 2,000 added keys took 5.5 s and 8,000 took 127 s (``add_key`` walked the document per key)."""
-    from syncer.gather import detect_live
-    from syncer.live import SnapshotSource
-    from syncer.sync import load_installation
-    from syncer.writeback import plan_changes
+    from syncer.gather.collect import detect_live
+    from syncer.gather.live import SnapshotSource
+    from syncer.writeback.deliver import load_installation
+    from syncer.writeback.plan import plan_changes
 
     repo = make_repo(tmp_path)
     items = example_items()
@@ -558,8 +558,8 @@ def test_10000_keys_added_live_are_planned_in_one_pass(tmp_path: Path) -> None:
 
 def test_secret_shapes_scan_hostile_megabytes_in_linear_time() -> None:
     """A first version of these patterns took 317 s on 'eyJ-' * 262144 (backtracking)."""
-    from syncer.escape import markdown
-    from syncer.redact import secret_value
+    from syncer.secrets.escape import markdown
+    from syncer.secrets.redact import secret_value
 
     start = time.monotonic()
     for value in ("x" * (1 << 20), "eyJ-" * (1 << 18), "xoxa-" * (1 << 18), "://" + "a" * (1 << 20) + ":",
@@ -685,7 +685,7 @@ def test_webhooks_stop_talking_to_a_hostile_receiver_at_the_deadline(handler: An
 
     import httpx
 
-    from syncer.notify import Notifier
+    from syncer.writeback.notify import Notifier
 
     server = RawServer(handler)
     try:
@@ -939,10 +939,10 @@ def test_memory_error_anywhere_is_exit_2_and_one_line(monkeypatch: pytest.Monkey
 def test_secret_looking_annotation_and_label_names_of_any_kind_are_judged_like_configmap_keys() -> None:
     """Was: only ConfigMap data keys were judged by name, so a Deployment's ``vault-token``
     annotation was copied into git while the report showed it redacted."""
-    from syncer.diff import FieldDiff
-    from syncer.secretpolicy import judge_secrets
+    from syncer.detect.diff import FieldDiff
+    from syncer.detect.secretpolicy import judge_secrets
     from syncer.model import DriftClass
-    from syncer.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
+    from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
 
     changed = FieldDiff(("spec", "template", "metadata", "annotations", "vault-token"), "old", "s3cr3t",
                         DriftClass.VALUE)
@@ -1059,7 +1059,7 @@ def test_env_values_named_like_secrets_are_never_copied_and_api_fields_are_shown
     ("MyResource", "data.API_TOKEN", False),  # ``data`` is a free-form map only in a ConfigMap
 ])
 def test_outputs_hide_by_the_same_key_rule_as_detection(kind: str, path: str, hidden: bool) -> None:
-    from syncer.redact import secret_field
+    from syncer.secrets.redact import secret_field
 
     assert secret_field(kind, path) is hidden
 
@@ -1118,10 +1118,10 @@ def test_a_secret_nested_in_a_whole_item_added_live_is_never_copied_nor_shown(as
     ({"kind": "Other", "data": {"SECRET_KEY": "s"}}, None),  # ``data`` is free-form only in a ConfigMap
 ])
 def test_secrets_are_looked_for_at_any_depth_of_a_whole_value(value: Any, why: str | None) -> None:
-    from syncer.diff import FieldDiff
-    from syncer.secretpolicy import judge_secrets
+    from syncer.detect.diff import FieldDiff
+    from syncer.detect.secretpolicy import judge_secrets
     from syncer.model import DriftClass
-    from syncer.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
+    from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS as PATTERNS
 
     fd = FieldDiff(("spec", "items", 1), None, value, DriftClass.ADDED)
     assert judge_secrets("Deployment", [fd], PATTERNS) == [(fd, why)]
@@ -1138,7 +1138,7 @@ def test_a_deeply_nested_object_from_the_api_costs_only_itself() -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from syncer.kube import Connection, KubeClient, KubeError
-    from syncer.live import KubeSource
+    from syncer.gather.live import KubeSource
     from syncer.model import ObjectRef
 
     def configmap(name: str, data: str) -> str:

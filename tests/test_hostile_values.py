@@ -66,7 +66,7 @@ def test_a_pem_key_added_live_under_binary_data_is_never_committed(asgard_repo: 
 
 
 def test_binary_data_decoded_shapes_and_near_misses() -> None:
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     b64 = lambda text: base64.b64encode(text.encode()).decode()  # noqa: E731
     assert judge(b64(PEM), binary=True)
@@ -135,7 +135,7 @@ def test_credentials_inside_config_file_values_are_never_committed(asgard_repo: 
     "ѕk_live_4eC39HqLyjWDarjtT1zdp7dc",
 ])
 def test_secret_inside_a_file_value(value: str) -> None:
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     assert judge(value) is not None
 
@@ -148,21 +148,21 @@ def test_secret_inside_a_file_value(value: str) -> None:
     "<config>\n  <password.policy>strict</password.policy>\n  <token>${TOKEN}</token>\n</config>\n",
 ])
 def test_plain_file_values_are_no_secret(value: str) -> None:
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     assert judge(value) is None
 
 
 def test_a_reason_never_quotes_a_secret_shaped_key_name() -> None:
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     why = judge("ghp_" + "a" * 36 + ".password=x\n")
     assert why is not None and "ghp_" not in why, why
 
 
 def test_secretkeys_from_the_config_apply_inside_files() -> None:
-    from syncer.redact import DEFAULT_SECRET_PATTERNS
-    from syncer.secrets import judge
+    from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS
+    from syncer.secrets.values import judge
 
     value = "stripe_live = abc\nother = 1\n"
     assert judge(value) is None
@@ -172,7 +172,7 @@ def test_secretkeys_from_the_config_apply_inside_files() -> None:
 def test_inner_judgement_is_bounded() -> None:
     import time
 
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     start = time.monotonic()
     for value in ("a: &a [" + "*a, " * 5 + "]\n" + "b: &b [*a, *a, *a]\n" * 30, "k=v\n" * 200_000,
@@ -195,7 +195,7 @@ def test_inner_judgement_is_bounded() -> None:
 ])
 def test_credential_shapes_are_secret_values(value: str, what: str) -> None:
     """Was: none of these shapes was known; all committed to main."""
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     why = judge(value)
     assert why is not None and what.lower() in why.lower(), why
@@ -206,7 +206,7 @@ def test_credential_shapes_are_secret_values(value: str, what: str) -> None:
     "Bearer realm-authentication-required", "Basic realm", "tasks_live_count", "AKIA-docs",
 ])
 def test_credential_shape_near_misses(value: str) -> None:
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     assert judge(value) is None
 
@@ -215,7 +215,7 @@ def test_credential_shape_near_misses(value: str) -> None:
                                  "\u0430pi_key"])
 def test_confusable_and_invisible_key_names_are_read_as_they_look(key: str) -> None:
     """Was: ``DB_PASSWОRD`` with a Cyrillic О split into ``PASSW`` and ``RD``: committed to main."""
-    from syncer.redact import is_secret_key, secret_field
+    from syncer.secrets.redact import is_secret_key, secret_field
 
     assert is_secret_key(key) and secret_field("ConfigMap", f"data.{key}")
 
@@ -238,13 +238,13 @@ def test_remembered_judgements_keep_no_value_text() -> None:
     import gc
     import tracemalloc
 
-    from syncer import lookalike, secrets
+    from syncer.secrets import lookalike, values
 
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for i in range(4):
         value = (f"v{i}-" + "x" * 60 + "\n") * 4000  # ~260 KB, distinct each time
-        assert secrets.judge(value) is None
+        assert values.judge(value) is None
         lookalike.change_note(value, value + "\u200b")
         del value
     gc.collect()
@@ -264,7 +264,7 @@ def test_memo_is_bounded_by_entries_and_bytes() -> None:
     for i in range(100):
         small.get_or(("k%d" % i,), lambda: "a reason " * 10)
     assert small.held_bytes <= 2000 and 0 < len(small) < 100
-    judged = Caches().judged  # what secrets.judge remembers in: the same bounds as before (issue #21)
+    judged = Caches().judged  # what values.judge remembers in: the same bounds as before (issue #21)
     assert (judged.max_entries, judged.max_bytes) == (4096, 4 << 20)
     assert isinstance(text_key("y" * 10_000), bytes) and len(text_key("y" * 10_000)) == 32
 
@@ -273,19 +273,19 @@ def test_yaml_aliases_to_an_inner_file_are_judged_once() -> None:
     """Was (F8): a 12 KB value whose 1,000 aliases name a string that is a YAML file (itself
     with 2,000 aliases) re-parsed it at each alias: ~9 s. Now each inner string is judged once
     per judgement, within one budget of characters parsed (``MAX_PARSED``)."""
-    from syncer import secrets
+    from syncer.secrets import values
 
     deep = "k: [1]\nx: " + "y" * 3000 + "\n"
     inner = f"c: &c {json.dumps(deep)}\nd: [" + ",".join(["*c"] * 2000) + "]\n"
     outer = f"a: &a {json.dumps(inner)}\nb: [" + ",".join(["*a"] * 1000) + "]\n"
-    assert len(outer) <= secrets.MAX_YAML
-    judge = secrets._Judge(secrets.DEFAULT_SECRET_PATTERNS)
+    assert len(outer) <= values.MAX_YAML
+    judge = values._Judge(values.DEFAULT_SECRET_PATTERNS)
     assert judge.text(outer, 0) is None
     assert judge.parsed <= len(outer) + len(inner) + len(deep)  # each inner file parsed once (not 1,000 times)
     # the secret is still found through an alias
     file = json.dumps("db:\n  password: hunter2xyz\n")
     leaky = f"a: &a {file}\nb: [*a, *a]\n"
-    assert secrets.judge(leaky)
+    assert values.judge(leaky)
 
 
 def _surrogate_repo(tmp_path: Path, git_value: str, live_value: str) -> tuple[Path, Path]:
@@ -314,7 +314,7 @@ def test_a_lone_surrogate_is_refused_in_git_and_escaped_from_live(tmp_path: Path
     import subprocess
     import sys
 
-    from syncer import escape
+    from syncer.secrets import escape
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PYTHONIOENCODING": "utf-8"}
 
@@ -406,7 +406,7 @@ def test_f4_credentials_are_never_pushed_to_the_pr_branch(tmp_path: Path) -> Non
     "machine github.com\n  login bob\n  password s3cr3tpassw0rd\n",
 ])
 def test_f4_shapes_inside_values(value: Any) -> None:
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     assert judge(value) is not None
 
@@ -419,6 +419,6 @@ def test_f4_shapes_inside_values(value: Any) -> None:
     "reset your password\nthen log in\n",
 ])
 def test_f4_near_misses(value: Any) -> None:
-    from syncer.secrets import judge
+    from syncer.secrets.values import judge
 
     assert judge(value) is None, judge(value)

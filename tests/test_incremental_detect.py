@@ -21,18 +21,18 @@ from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from syncer import manifests
+from syncer.sources import manifests
 from syncer.yamledit import _tree as yamledit_tree
-from syncer.classify import parse_time
+from syncer.detect.classify import parse_time
 from syncer.config import Config, load_config
 from syncer.cache import Caches
 from syncer.errors import ClusterError
-from syncer.gather import detect_live
-from syncer.live import LiveSource, SnapshotSource
-from syncer.manifests import Manifests, host_dir, load_manifests
+from syncer.gather.collect import detect_live
+from syncer.gather.live import LiveSource, SnapshotSource
+from syncer.sources.manifests import Manifests, host_dir, load_manifests
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef, Path as ObjPath, Result
 from syncer.sidecar.livecache import LiveCache
-from syncer.writeback import plan_changes
+from syncer.writeback.plan import plan_changes
 
 CM = ObjectRef("v1", "ConfigMap", "ai", "ollama-endpoint-manager")
 MAC = ObjectRef("v1", "Endpoints", "ai", "mac-ollama")

@@ -13,7 +13,7 @@ from tests.helpers import make_repo, run
 
 from syncer.config import load_config
 from syncer.model import ObjectRef
-from syncer.onboard import infer
+from syncer.commands.onboard import infer
 
 CONF = Path("hosts/asgard/syncer.conf")
 
@@ -182,7 +182,7 @@ def test_a_service_whose_slices_git_does_not_declare_is_not_bound_silently(tmp_p
 
 
 def test_namespace_is_kubectls_not_the_one_a_few_manifests_name() -> None:
-    from syncer.onboard import infer_namespace
+    from syncer.commands.onboard import infer_namespace
 
     unnamed = [ObjectRef("v1", "ConfigMap", "", f"cm{i}") for i in range(6)]
     named = [ObjectRef("v1", "ConfigMap", "kube-system", f"sys{i}") for i in range(2)]
@@ -201,7 +201,7 @@ def test_namespace_is_kubectls_not_the_one_a_few_manifests_name() -> None:
 
 def test_context_namespace_reads_the_kubeconfig_as_kubectl(tmp_path: Path) -> None:
     from syncer.kube import context_namespace
-    from syncer.manifests import parse_documents
+    from syncer.sources.manifests import parse_documents
 
     config = tmp_path / "config"
     config.write_text("apiVersion: v1\nkind: Config\ncurrent-context: a\ncontexts:\n"

@@ -15,11 +15,11 @@ from tests.test_hostile_values import _commit
 def test_invisible_and_lookalike_changes_are_visible_and_said(asgard_repo: Path, tmp_path: Path) -> None:
     """Was: ``fast`` + U+200B and ``db.іnternal`` (a Cyrillic і) read exactly like git's values
     in the text output, the commit message and the PR body."""
-    from syncer.gather import detect_live
-    from syncer.live import SnapshotSource
-    from syncer.notify import slack_text
-    from syncer.report import pr_body
-    from syncer.sync import load_installation
+    from syncer.gather.collect import detect_live
+    from syncer.gather.live import SnapshotSource
+    from syncer.writeback.notify import slack_text
+    from syncer.writeback.report import pr_body
+    from syncer.writeback.deliver import load_installation
     from tests.conftest import NOW
 
     items = example_items()
@@ -57,7 +57,7 @@ def test_invisible_and_lookalike_changes_are_visible_and_said(asgard_repo: Path,
     ("a", "b", None), ("Москва", "Київ", None), ("café", "cafe", None),
 ])
 def test_change_notes(old: str | None, new: str, note: str | None) -> None:
-    from syncer.lookalike import change_note
+    from syncer.secrets.lookalike import change_note
 
     said = change_note(old, new)
     if note is None and old == "a" and new != "b":
@@ -72,7 +72,7 @@ def test_every_invisible_character_is_escaped_everywhere() -> None:
     import sys
     import unicodedata
 
-    from syncer import escape
+    from syncer.secrets import escape
 
     invisible = [chr(c) for c in range(sys.maxunicode + 1)
                  if unicodedata.category(chr(c)) == "Cf" or (unicodedata.category(chr(c)) == "Zs" and c != 0x20)]

@@ -22,12 +22,13 @@ from typing import Any
 import pytest
 from tests.test_compare_rules import _diff, _mf, _pr, _repo
 
-from syncer import kinds, ownership
-from syncer.diff import compare
-from syncer.ownership import added_by_person
-from syncer.manifests import parse_documents
+from syncer import kinds
+from syncer.detect import ownership
+from syncer.detect.diff import compare
+from syncer.detect.ownership import added_by_person
+from syncer.sources.manifests import parse_documents
 from syncer.model import DriftClass
-from syncer.normalize import normalize
+from syncer.detect.normalize import normalize
 
 GIT = """\
 apiVersion: apps/v1

@@ -27,8 +27,8 @@ from syncer.kube import (
     USER_AGENT, ClusterUnreachable, Conflict, Connection, Gone, KubeClient, Refused, Timeouts, TooLarge,
     kube_client, load_connection,
 )
-from syncer.manifests import parse_documents
-from syncer.live import KubeSource
+from syncer.sources.manifests import parse_documents
+from syncer.gather.live import KubeSource
 from syncer.model import ObjectRef
 
 
@@ -190,7 +190,7 @@ def _many(fake: FakeKubeAPI, n: int) -> list[ObjectRef]:
 def test_live_reads_one_paged_list_per_kind_and_namespace(fake_kube: FakeKubeAPI, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr("syncer.live.PAGE", 7)
+    monkeypatch.setattr("syncer.gather.live.PAGE", 7)
     refs = _many(fake_kube, 20)
     source = KubeSource(kube_client(str(fake_kube.kubeconfig(tmp_path / "kubeconfig")), None, read_yaml=parse_documents))
     fake_kube.clear_requests()
@@ -262,7 +262,7 @@ def test_diff_through_the_list_path_equals_the_get_path(fake_kube: FakeKubeAPI, 
     kubeconfig = fake_kube.kubeconfig(tmp_path / "kubeconfig")
     outputs = []
     for list_from in (1, 1000):  # asgard read with LISTs, then with GETs only
-        monkeypatch.setattr("syncer.live.LIST_FROM", list_from)
+        monkeypatch.setattr("syncer.gather.live.LIST_FROM", list_from)
         fake_kube.clear_requests()
         out, err = io.StringIO(), io.StringIO()
         code = main(["diff", "asgard", "--repo", str(ROOT), "--kubeconfig", str(kubeconfig), "-o", "json"],
@@ -342,7 +342,7 @@ def test_the_client_stands_below_the_git_side_and_detection() -> None:
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                             cwd=ROOT).stdout
     assert "syncer.kube.client" in loaded
-    assert "syncer.manifests" not in loaded and "syncer.endpoints" not in loaded
+    assert "syncer.sources.manifests" not in loaded and "syncer.detect.endpoints" not in loaded
 
 
 def test_list_items_one_rule_for_answers_and_documents() -> None:

@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from syncer import kustomize
+from syncer.sources import kustomize
 from syncer.cache import Caches
 from syncer.errors import ConfigError
-from syncer.gitsource import load_source, verified
-from syncer.manifests import GitObject, Manifests
+from syncer.sources.dispatch import load_source, verified
+from syncer.sources.manifests import GitObject, Manifests
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError
-from syncer.writeback import plan_changes
+from syncer.writeback.plan import plan_changes
 from tests.conftest import ROOT
 from tests.helpers import run
 

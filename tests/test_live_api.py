@@ -15,7 +15,7 @@ from tests.conftest import NOW, ROOT
 from tests.fakes.kube_api import FakeKubeAPI
 from syncer.cli import main
 from syncer.kube import Timeouts
-from syncer.manifests import load_manifests
+from syncer.sources.manifests import load_manifests
 
 
 def load_asgard_as_applied(api: FakeKubeAPI) -> None:

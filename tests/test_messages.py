@@ -11,7 +11,7 @@ from tests.conftest import EXAMPLE_LIVE, git
 from tests.helpers import run
 
 from syncer.cli import main
-from syncer.values import changed_lines, describe_line
+from syncer.detect.values import changed_lines, describe_line
 from syncer.yamledit import YamlFile
 
 ROUTER = """\

@@ -1,4 +1,4 @@
-"""Objects of an API the cluster does not serve (syncer/served.py, issue 20): one warning, decided
+"""Objects of an API the cluster does not serve (syncer/gather/served.py, issue 20): one warning, decided
 from discovery, in the one-shot diff, in the sidecar's watch cache, and what a snapshot says.
 The real kube-apiserver's discovery: tests/realapi/test_realapi_not_served.py."""
 
@@ -15,7 +15,7 @@ from tests.fakes.kube_api import FakeKubeAPI
 from tests.test_sidecar import agree_with_live, fake, seed, sidecar  # noqa: F401  (fake: the fixture)
 
 from syncer.cli import main
-from syncer.sync import Mode
+from syncer.writeback.deliver import Mode
 
 NOW = datetime(2026, 8, 21, 9, 0, tzinfo=timezone.utc)
 

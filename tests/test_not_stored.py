@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from syncer import ownership
-from syncer.diff import compare
+from syncer.detect import ownership
+from syncer.detect.diff import compare
 from syncer.model import DriftClass, ObjectRef
-from syncer.normalize import normalize
+from syncer.detect.normalize import normalize
 
 REF = ObjectRef("batch/v1", "Job", "default", "j2")
 GIT = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j2", "namespace": "default"},

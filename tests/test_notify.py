@@ -13,8 +13,8 @@ import pytest
 from tests.fakes.webhook import Receiver
 from syncer.forges.base import PullRequest
 from syncer.model import Action, Direction, Drift, DriftClass, ObjectRef
-from syncer.notify import Notifier, is_slack, shown_url
-from syncer.redact import REDACTED, redact_text, redact_url, redact_value
+from syncer.writeback.notify import Notifier, is_slack, shown_url
+from syncer.secrets.redact import REDACTED, redact_text, redact_url, redact_value
 
 
 @pytest.fixture

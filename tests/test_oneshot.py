@@ -1,5 +1,5 @@
 """A one-shot ``syncer diff`` begins the LISTs its files plainly need before it parses them
-(``syncer.oneshot``, ``KubeSource.expect``), and reads the same as without."""
+(``syncer.gather.oneshot``, ``KubeSource.expect``), and reads the same as without."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from tests.conftest import NOW, ROOT
 from tests.fakes.kube_api import FakeKubeAPI
 from syncer.cli import main
 from syncer.kube import kube_client
-from syncer.live import KubeSource
-from syncer.manifests import parse_documents
+from syncer.gather.live import KubeSource
+from syncer.sources.manifests import parse_documents
 from syncer.model import ObjectRef
-from syncer.oneshot import EARLY_FROM, collection_paused, likely_lists
+from syncer.gather.oneshot import EARLY_FROM, collection_paused, likely_lists
 
 NS = "shop"
 
@@ -85,7 +85,7 @@ def test_diff_with_lists_begun_early_equals_diff_without(fake_kube: FakeKubeAPI,
     kubeconfig = fake_kube.kubeconfig(tmp_path / "kubeconfig")
     outputs = []
     for early_from in (EARLY_FROM, 10**9):  # with the early LISTs, then without any
-        monkeypatch.setattr("syncer.oneshot.EARLY_FROM", early_from)
+        monkeypatch.setattr("syncer.gather.oneshot.EARLY_FROM", early_from)
         fake_kube.clear_requests()
         out, err = io.StringIO(), io.StringIO()
         code = main(["diff", "shop", "--repo", str(tmp_path), "--kubeconfig", str(kubeconfig), "-o", "json"],

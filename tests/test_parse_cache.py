@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from tests.conftest import EXAMPLE_LIVE, NOW, ROOT
 
-from syncer import manifests
+from syncer.sources import manifests
 from syncer.cache import Caches
 from syncer.config import load_config
-from syncer.gather import detect_live
-from syncer.live import SnapshotSource
-from syncer.manifests import host_dir, load_manifests
+from syncer.gather.collect import detect_live
+from syncer.gather.live import SnapshotSource
+from syncer.sources.manifests import host_dir, load_manifests
 from syncer.sidecar.livecache import LiveCache
 
 

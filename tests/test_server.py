@@ -17,7 +17,7 @@ from tests.fakes.kube_api import FakeKubeAPI
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.server import MAX_PASS, Health, parse_listen
-from syncer.sync import Mode
+from syncer.writeback.deliver import Mode
 
 LOCAL = ("127.0.0.1", 0)
 

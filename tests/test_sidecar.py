@@ -33,12 +33,12 @@ from syncer.cli import main
 from syncer.forges.base import PullRequest
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
-from syncer.manifests import parse_documents
-from syncer.notify import Notifier
+from syncer.sources.manifests import parse_documents
+from syncer.writeback.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings, StartupError
 from syncer.sidecar.loop import LoopSettings
 from syncer.sidecar.watch import WatchSettings
-from syncer.sync import Mode, load_installation
+from syncer.writeback.deliver import Mode, load_installation
 
 NS = "ai"
 MAC = ("v1", "Endpoints", NS, "mac-ollama")

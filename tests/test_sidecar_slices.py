@@ -23,7 +23,7 @@ from syncer.gitrepo import Workspace
 from syncer.sidecar.app import Sidecar, SidecarSettings
 from syncer.sidecar.loop import LoopSettings
 from syncer.sidecar.watch import WatchSettings
-from syncer.sync import Mode, load_installation
+from syncer.writeback.deliver import Mode, load_installation
 
 NS = "ai"
 V1 = "discovery.k8s.io/v1"

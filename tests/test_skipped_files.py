@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from syncer.manifests import load_manifests
+from syncer.sources.manifests import load_manifests
 
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n"
 

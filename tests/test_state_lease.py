@@ -16,7 +16,7 @@ from tests.fakes.kube_api import FakeKubeAPI
 from syncer.model import ObjectRef
 from syncer.sidecar.lease import LeaderElector
 from syncer.sidecar.state import ConfigMapStore
-from syncer.sync import Mode
+from syncer.writeback.deliver import Mode
 
 REF = ObjectRef("v1", "ConfigMap", NS, "ollama-endpoint-manager")
 SECRET = ObjectRef("v1", "Secret", NS, "token")

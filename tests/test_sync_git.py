@@ -13,8 +13,8 @@ from tests.helpers import run
 
 from syncer.cli import main
 from syncer.gitrepo import Workspace
-from syncer.live import SnapshotSource
-from syncer.sync import sync_commit
+from syncer.gather.live import SnapshotSource
+from syncer.writeback.deliver import sync_commit
 
 
 def origin_log(work: Path, ref: str = "main") -> list[str]:

@@ -16,10 +16,10 @@ import pytest
 from syncer.cli import main
 from syncer.config import UntrackedMode, parse_config
 from syncer.errors import ConfigError
-from syncer.live import SnapshotSource
-from syncer.manifests import parse_documents
+from syncer.gather.live import SnapshotSource
+from syncer.sources.manifests import parse_documents
 from syncer.model import ObjectRef
-from syncer.untracked import EXCLUSIONS, clean, excluded, file_for, find, render, scope
+from syncer.writeback.untracked import EXCLUSIONS, clean, excluded, file_for, find, render, scope
 
 from tests.conftest import NOW
 
@@ -179,7 +179,7 @@ def test_sync_commit_proposes_the_file_and_the_next_diff_is_in_sync(tmp_path: Pa
 
 def test_the_pr_lists_created_objects_apart_and_never_a_secret_value(tmp_path: Path) -> None:
     from syncer.model import Result
-    from syncer.report import commit_message, pr_body
+    from syncer.writeback.report import commit_message, pr_body
 
     snap = tmp_path / "live.json"
     snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
@@ -197,8 +197,8 @@ def test_the_pr_lists_created_objects_apart_and_never_a_secret_value(tmp_path: P
 
 def test_a_kind_the_account_may_not_list_is_one_warning_naming_the_grant(tmp_path: Path) -> None:
     from syncer.kube import Refused
-    from syncer.sync import Loaded, with_untracked
-    from syncer.manifests import Manifests
+    from syncer.writeback.deliver import Loaded, with_untracked
+    from syncer.sources.manifests import Manifests
     from syncer.model import Result
 
     class Partial:
@@ -240,7 +240,7 @@ def test_a_committed_symlink_or_a_long_name_never_takes_a_new_file_elsewhere(tmp
     """Hostile review F2 and F5: a directory on the new file's path that is a symlink, and an
     object name of 253 characters (longer than a file name may be)."""
     from syncer.model import FileError
-    from syncer.untracked import MAX_STEM, new_files
+    from syncer.writeback.untracked import MAX_STEM, new_files
 
     repo, outside = tmp_path / "repo", tmp_path / "outside"
     (repo / "hosts" / "t").mkdir(parents=True)

@@ -18,8 +18,8 @@ from syncer.cli import main
 from syncer.errors import GitError
 from syncer.forges import make_forge
 from syncer.gitrepo import run_git
-from syncer.manifests import load_manifests
-from syncer.notify import Notifier
+from syncer.sources.manifests import load_manifests
+from syncer.writeback.notify import Notifier
 
 
 def test_the_agent_names_the_version() -> None:

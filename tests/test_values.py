@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from syncer.values import address_list, describe_change, kv_lines
+from syncer.detect.values import address_list, describe_change, kv_lines
 
 
 def test_address_lists() -> None:

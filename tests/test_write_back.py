@@ -9,10 +9,10 @@ import pytest
 
 from syncer.cache import Caches
 from syncer.gitrepo import Workspace
-from syncer.live import SnapshotSource
+from syncer.gather.live import SnapshotSource
 from syncer.model import ObjectRef, Result
 from syncer.sidecar.record import agreed
-from syncer.sync import Mode, deliver, load_installation
+from syncer.writeback.deliver import Mode, deliver, load_installation
 from tests.conftest import EXAMPLE_LIVE, NOW, git, pushed_repo
 
 CM_FILE = Path("hosts/asgard/ollama-endpoint-manager.yaml")

@@ -13,14 +13,14 @@ from syncer import clients
 from syncer.commands import EXIT_OK, checkout
 from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
 from syncer.errors import ClusterError, ConfigError
-from syncer.gitsource import is_rendered, load_source
+from syncer.sources.dispatch import is_rendered, load_source
 from syncer.grants import installation_values
 from syncer.kube import context_namespace
 from syncer.kube.lists import named_items
-from syncer.live import KubeSource, LiveSource, SnapshotSource
-from syncer.manifests import default_installation, host_dir, parse_documents
+from syncer.gather.live import KubeSource, LiveSource, SnapshotSource
+from syncer.sources.manifests import default_installation, host_dir, parse_documents
 from syncer.model import ObjectRef
-from syncer.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
+from syncer.commands.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
 
 
 def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list[dict[str, Any]], str]:

@@ -15,11 +15,11 @@ from syncer.commands import EXIT_DRIFT, EXIT_ERROR, EXIT_OK, checkout, reproduce
 from syncer.config import Config, load_config
 from syncer.errors import SyncerError
 from syncer.gitrepo import origin_url
-from syncer.live import snapshot_note
-from syncer.manifests import default_installation, host_dir
-from syncer.oneshot import collection_paused, list_early
-from syncer.report import render_json, render_text
-from syncer.sync import Mode, Outcome, deliver, dry_run
+from syncer.gather.live import snapshot_note
+from syncer.sources.manifests import default_installation, host_dir
+from syncer.gather.oneshot import collection_paused, list_early
+from syncer.writeback.report import render_json, render_text
+from syncer.writeback.deliver import Mode, Outcome, deliver, dry_run
 
 
 def _print_outcome(out: Outcome, args: argparse.Namespace, stdout: TextIO) -> None:
@@ -54,7 +54,7 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     installation = args.installation or default_installation(repo)
     ns = getattr(args, "namespace", None)
     source = clients.live_source(args, _namespace(repo, installation, ns))
-    list_early(source, repo, installation, ns)  # syncer.oneshot
+    list_early(source, repo, installation, ns)  # syncer.gather.oneshot
     with collection_paused():
         out = dry_run(repo, installation, source, now, reproduce(args, installation),
                       config=_config(args, repo, installation), caches=Caches())
@@ -120,7 +120,7 @@ def _sync_exit(out: Outcome, args: argparse.Namespace) -> int:
 def _notify_outcome(args: argparse.Namespace, installation: str, out: Outcome) -> list[str]:
     """One-shot notifications (``alerts.one_shot``): the PR event, and every undeclared or
     cleared Endpoints seen now; the sidecar builds its events with the same functions."""
-    from syncer.alerts import one_shot, send
+    from syncer.writeback.alerts import one_shot, send
 
     secrets = [os.environ.get("SYNCER_FORGE_TOKEN", "")]
     with clients.http_client() as client:

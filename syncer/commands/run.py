@@ -14,8 +14,8 @@ from syncer.commands import EXIT_OK, checkout, reproduce
 from syncer.config import parse_duration
 from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import Workspace, origin_url
-from syncer.manifests import default_installation
-from syncer.sync import Mode
+from syncer.sources.manifests import default_installation
+from syncer.writeback.deliver import Mode
 
 
 def sidecar_defaults(args: argparse.Namespace) -> None:

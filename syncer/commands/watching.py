@@ -11,8 +11,8 @@ from typing import TextIO
 from syncer.commands import EXIT_ERROR, Command, checkout
 from syncer.errors import SyncerError
 from syncer.filewatch import rerun_on_change
-from syncer.manifests import default_installation, host_dir
-from syncer.redact import redact_text
+from syncer.sources.manifests import default_installation, host_dir
+from syncer.secrets.redact import redact_text
 
 
 def watching(command: Command, args: argparse.Namespace, now: datetime | None, stdout: TextIO, stderr: TextIO,

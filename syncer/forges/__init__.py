@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from syncer.errors import ConfigError
 from syncer.forges.base import Forge, PullRequest, same_labels
-from syncer.redact import redact_url
+from syncer.secrets.redact import redact_url
 
 if TYPE_CHECKING:
     import httpx

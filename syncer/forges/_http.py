@@ -33,7 +33,7 @@ import httpx
 
 from syncer import httpbound
 from syncer.errors import ForgeError
-from syncer.redact import redact_text, redact_url
+from syncer.secrets.redact import redact_text, redact_url
 
 log = logging.getLogger("syncer.forges")
 

@@ -2,7 +2,7 @@
 
 One small interface (``Forge``), one module per forge (``github``, ``gitea``, ``gitlab``),
 all speaking HTTP through the one helper in ``_http``. The lifecycle that decides *which*
-of these calls to make lives in ``syncer.pullrequest`` and talks only to this interface.
+of these calls to make lives in ``syncer.writeback.pullrequest`` and talks only to this interface.
 
 Every method raises ``syncer.errors.ForgeError`` on failure: ``transient=True`` when the
 same call may succeed later (timeouts, 5xx, rate limits), ``False`` when a human has to

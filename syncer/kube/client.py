@@ -34,7 +34,7 @@ from syncer.kube.transport import (
     DEFAULT_TIMEOUTS, REQUEST, Armed, HTTPPool, HTTPSPool, Stream, Timeouts, drop, socket_options,
 )
 from syncer.model import ObjectRef
-from syncer.redact import redact_url
+from syncer.secrets.redact import redact_url
 
 JSON = dict[str, Any]
 

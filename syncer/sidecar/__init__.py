@@ -3,5 +3,5 @@ record the agreed state, take part in leader election, serve health and metrics.
 
 Entered only from the CLI (``syncer.commands.run.cmd_run`` builds ``app.Sidecar``); nothing else in
 ``syncer`` imports this package. The one-shot commands share the pieces below it: detection
-and write-back (``syncer.sync``), webhooks (``syncer.notify``), file watching and logs.
+and write-back (``syncer.writeback.deliver``), webhooks (``syncer.writeback.notify``), file watching and logs.
 """

@@ -30,7 +30,7 @@ from syncer.errors import ClusterError, ConfigError
 from syncer.filewatch import DirWatcher
 from syncer.gitrepo import Workspace
 from syncer.kube import ApiError, Conflict, Kube, Refused
-from syncer.live import KubeSource
+from syncer.gather.live import KubeSource
 from syncer.logs import event
 from syncer.sidecar.lease import LEASE_DURATION, RENEW_INTERVAL, LeaderElector, identity
 from syncer.sidecar.livecache import LiveCache
@@ -40,11 +40,11 @@ from syncer.sidecar.server import Health, StatusServer
 from syncer.sidecar.state import DEFAULT_NAME, ConfigMapStore
 from syncer.sidecar.watch import WatchSettings
 from syncer.sidecar.watchset import WatchSet
-from syncer.sync import load_installation
+from syncer.writeback.deliver import load_installation
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
-    from syncer.notify import Notifier
+    from syncer.writeback.notify import Notifier
 
 log = logging.getLogger("syncer.sidecar")
 

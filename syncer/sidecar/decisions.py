@@ -14,11 +14,11 @@ import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
-from syncer.classify import parse_time
+from syncer.detect.classify import parse_time
 from syncer.logs import event
 from syncer.model import Action, Direction, Drift, ObjectRef, Result
-from syncer.redact import REDACTED
-from syncer.report import shown
+from syncer.secrets.redact import REDACTED
+from syncer.writeback.report import shown
 
 log = logging.getLogger("syncer.loop")
 

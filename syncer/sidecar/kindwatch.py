@@ -42,7 +42,7 @@ log = logging.getLogger("syncer.watch")
 
 JSON = dict[str, Any]
 
-#: Objects per LIST page (as the one-shot reads, syncer/live.py).
+#: Objects per LIST page (as the one-shot reads, syncer/gather/live.py).
 PAGE = 500
 
 __all__ = ["Collection", "KindWatcher", "list_collection"]

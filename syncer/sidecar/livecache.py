@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from syncer.errors import ClusterError
 from syncer.kube import Refused
-from syncer.live import LiveSource
+from syncer.gather.live import LiveSource
 from syncer.model import ObjectRef
-from syncer.normalize import normalize
+from syncer.detect.normalize import normalize
 
 if TYPE_CHECKING:
-    from syncer.live import Lister
+    from syncer.gather.live import Lister
 
 
 @dataclass
@@ -45,7 +45,7 @@ class _Entry:
     down_since: float | None = None  # stream broken since
     error: str | None = None  # permanent problem (403, kind not served)
     status: int | None = None  # the API status of ``error`` (401/403: the Role lacks the object)
-    raised: ClusterError | None = None  # raised as it is by ``get`` (an API not served: syncer/served.py)
+    raised: ClusterError | None = None  # raised as it is by ``get`` (an API not served: syncer/gather/served.py)
 
 
 #: Distinct managedFields trees kept for sharing (cleared when full).

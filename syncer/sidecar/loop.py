@@ -21,7 +21,7 @@ exponential backoff, permanent ones at the next change or resync. The clock is i
 ``step`` runs at most one pass, so tests can replay a morning of events in milliseconds.
 
 The parts: ``schedule`` (when a pass is due: pure arithmetic), ``passes`` (one pass and its
-failure policy), ``syncer.alerts`` (outages, undeclared addresses and PR webhooks, shared
+failure policy), ``syncer.writeback.alerts`` (outages, undeclared addresses and PR webhooks, shared
 with the one-shot ``syncer sync``) and ``record`` (what is agreed); this module runs them
 in one thread and applies a pass's outcome (metrics, logs, alerts, state record, watches).
 """
@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from syncer.alerts import Outage, Tracker, send, with_pr
+from syncer.writeback.alerts import Outage, Tracker, send, with_pr
 from syncer.cache import Caches, by_identity
-from syncer.classify import parse_time, provenance
+from syncer.detect.classify import parse_time, provenance
 from syncer.config import Config
-from syncer.endpoints import address_root
+from syncer.detect.endpoints import address_root
 from syncer.errors import ClusterError, ConfigError
-from syncer.gather import objects_to_read
+from syncer.gather.collect import objects_to_read
 from syncer.gitrepo import Workspace
 from syncer.logs import event
 from syncer.model import ObjectRef
@@ -53,11 +53,11 @@ from syncer.sidecar.passes import PassReport, PassRunner
 from syncer.sidecar.record import agreed
 from syncer.sidecar.schedule import Schedule, Timing, stable_deadline
 from syncer.sidecar.server import Health
-from syncer.sync import DEFAULT_MODE, Loaded, Mode, Outcome, load_installation
+from syncer.writeback.deliver import DEFAULT_MODE, Loaded, Mode, Outcome, load_installation
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
-    from syncer.notify import Notifier
+    from syncer.writeback.notify import Notifier
     from syncer.sidecar.state import ConfigMapStore
 
 log = logging.getLogger("syncer.loop")
@@ -91,7 +91,7 @@ class LoopSettings:
 def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> set[ObjectRef]:
     """What to watch: what detection reads (``gather.objects_to_read``). Remembered in
     ``caches.tracked`` while the manifests and config stay the same objects (no file changed:
-    syncer/manifests.py); None: computed each time."""
+    syncer/sources/manifests.py); None: computed each time."""
     if caches is None:
         return set(objects_to_read(loaded.config, loaded.manifests))
     refs: frozenset[ObjectRef] = by_identity(caches.tracked, (loaded.manifests, loaded.config), "tracked",

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from syncer.classify import parse_time
+from syncer.detect.classify import parse_time
 from syncer.model import DriftClass, ObjectRef, Result
 
 #: Stages a failure is counted under.

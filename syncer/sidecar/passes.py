@@ -27,7 +27,7 @@ from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.metrics import Metrics
 from syncer.sidecar.schedule import Schedule
 from syncer.sidecar.server import Health
-from syncer.sync import Mode, Outcome, deliver
+from syncer.writeback.deliver import Mode, Outcome, deliver
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge

@@ -12,9 +12,9 @@ from typing import Any
 
 from syncer.cache import Caches, by_identity
 from syncer.config import NEVER_WRITTEN
-from syncer.manifests import Manifests
+from syncer.sources.manifests import Manifests
 from syncer.model import ObjectRef, Result
-from syncer.normalize import normalize
+from syncer.detect.normalize import normalize
 
 def agreed(result: Result, manifests: Manifests, caches: Caches) -> dict[ObjectRef, dict[str, Any]]:
     """The objects git and the cluster agree on after ``result``, as git declares them (shared,

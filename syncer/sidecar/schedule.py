@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from syncer.classify import parse_time
+from syncer.detect.classify import parse_time
 from syncer.model import Action, Drift, ObjectRef
 
 #: Requests that start a pass at once, even while a retry is pending.

@@ -62,7 +62,7 @@ from syncer.errors import ClusterError
 from syncer.kube import Conflict, Kube
 from syncer.logs import event
 from syncer.model import Drift, ObjectRef, Path
-from syncer.normalize import get_path
+from syncer.detect.normalize import get_path
 
 log = logging.getLogger("syncer.state")
 

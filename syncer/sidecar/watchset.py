@@ -4,7 +4,7 @@ Per collection (a kind in a namespace) one of two paths, said in one log line ``
 when it is taken:
 
 * **one watch for the collection** (``KindWatcher``, kindwatch.py) when ``LIST_FROM`` or more
-  of its objects are tracked (the rule of the one-shot reads, syncer/live.py; never for
+  of its objects are tracked (the rule of the one-shot reads, syncer/gather/live.py; never for
   Secrets, whose LIST would read every Secret of the namespace). Tried first: it needs
   ``list`` and ``watch`` on the kind in the namespace, which the chart grants with
   ``rbac.watchKinds``. A 403 falls back, for good, to
@@ -25,10 +25,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from syncer import served
+from syncer.gather import served
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, Kube
-from syncer.live import LIST_FROM, NEVER_LISTED
+from syncer.gather.live import LIST_FROM, NEVER_LISTED
 from syncer.logs import event
 from syncer.model import ObjectRef
 from syncer.sidecar.h2watch import Multiplexer, MuxWatch

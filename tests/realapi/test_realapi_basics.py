@@ -523,7 +523,7 @@ def test_state_record_of_5000_objects_and_the_configmap_size_limit(namespace: st
     from tests.test_state_lease import _many
 
     from syncer.kube import ApiError, kube_client
-    from syncer.manifests import parse_documents
+    from syncer.sources.manifests import parse_documents
     from syncer.model import ObjectRef
     from syncer.sidecar.state import ConfigMapStore
 

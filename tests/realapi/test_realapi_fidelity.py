@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from syncer.manifests import parse_documents
+from syncer.sources.manifests import parse_documents
 
 from .cluster import RealCluster
 from .tools import kubectl, require_tool, syncer_later

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from syncer.manifests import parse_documents
+from syncer.sources.manifests import parse_documents
 
 from .cluster import RealCluster
 from .tools import kubectl, require_tool, syncer_later

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config
-from syncer.gitsource import is_rendered
-from syncer.manifests import load_manifests
+from syncer.sources.dispatch import is_rendered
+from syncer.sources.manifests import load_manifests
 
 from .cluster import RealCluster
 from .tools import require_tool

@@ -1,5 +1,5 @@
 """Objects of an API the real kube-apiserver v1.20 does not serve (issue 20), decided from its
-discovery (syncer/served.py): a custom resource whose CRD is not installed is one warning naming
+discovery (syncer/gather/served.py): a custom resource whose CRD is not installed is one warning naming
 the object and the API, exit 0 -- unless its kind is written back and no other group serves a
 kind of that name; a 404 of a kind the server does serve is "absent live", a drift.
 """

@@ -40,7 +40,7 @@ import pytest
 from kubernetes import client, config
 from ruamel.yaml import YAML
 
-from syncer.manifests import load_manifests
+from syncer.sources.manifests import load_manifests
 
 from .cluster import RealCluster, free_ports
 from .tools import require_tool

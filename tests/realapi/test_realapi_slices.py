@@ -31,12 +31,12 @@ import pytest
 from syncer.cli import main
 from syncer.gitrepo import Workspace
 from syncer.kube import kube_client
-from syncer.manifests import load_manifests, parse_documents
-from syncer.notify import Notifier
+from syncer.sources.manifests import load_manifests, parse_documents
+from syncer.writeback.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings
 from syncer.sidecar.loop import LoopSettings
 from syncer.sidecar.watch import WatchSettings
-from syncer.sync import Mode
+from syncer.writeback.deliver import Mode
 
 from .cluster import RealCluster
 

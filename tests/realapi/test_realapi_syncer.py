@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client, config
 
 from syncer.cli import main
-from syncer.manifests import load_manifests
+from syncer.sources.manifests import load_manifests
 
 from .cluster import RealCluster
 

@@ -25,7 +25,7 @@ from tests.test_sidecar import (  # noqa: F401 - fixtures
 
 from tests.fakes.kube_api import FakeKubeAPI
 from syncer.sidecar.app import Sidecar
-from syncer.sync import Mode
+from syncer.writeback.deliver import Mode
 
 
 def edit_live(sc: Sidecar, fake: FakeKubeAPI, data: dict[str, str]) -> None:

@@ -294,7 +294,7 @@ class World:
 
     def _seed_cluster(self) -> None:
         """Every object git declares, created live as ``kubectl apply`` leaves it."""
-        from syncer.sync import load_installation
+        from syncer.writeback.deliver import load_installation
 
         objects = load_installation(self.human, INSTALLATION).manifests.objects.values()
         for obj in objects:

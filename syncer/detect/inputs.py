@@ -1,0 +1,76 @@
+"""What detection reads, as one frozen value: ``syncer.gather.collect`` builds it, ``engine.detect``
+consumes it without any I/O.
+
+A read that failed for one object only (a 403, an error answer, a kind not watched) is kept
+as that object's outcome: detection raises it again where it uses the object, so it costs
+that object (an error or a warning naming it), exactly as a failed read always did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from syncer.errors import SyncerError
+from syncer.sources.manifests import Manifests
+from syncer.model import GitSays, ObjectRef, Path
+
+#: A Kubernetes object as JSON data.
+JSON = dict[str, Any]
+#: A live object as read: the object, None (absent live), or why it could not be read.
+LiveRead = JSON | None | SyncerError
+
+#: A question to git's history: when did git last change ``path`` of this object, against the
+#: time the cluster last applied it? Answered before detection runs (``gather.answer``).
+Question = tuple[ObjectRef, Path, datetime]
+#: What git's history says, with one line why; None: no answer.
+Answer = tuple[GitSays, str] | None
+
+
+@dataclass(frozen=True)
+class Record:
+    """What syncer's state record holds for one object."""
+
+    base: JSON | None
+    proposed: Mapping[Path, Sequence[Any]]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything one detection reads."""
+
+    manifests: Manifests
+    #: every object ``objects_to_read`` names (declared objects, candidate ConfigMaps)
+    live: Mapping[ObjectRef, LiveRead]
+    #: other apiVersions a snapshot holds an object absent in git's version in
+    other_versions: Mapping[ObjectRef, Sequence[str]] = field(default_factory=dict)
+    #: the state record of each object compared, or why it could not be read; None: no record
+    records: Mapping[ObjectRef, Record | Exception] | None = None
+    #: the record can be read (an object known in sync is only skipped while it can)
+    record_readable: bool = True
+    #: when the watch saw each object's content change (stability timing without managedFields)
+    observed_since: Mapping[ObjectRef, datetime] = field(default_factory=dict)
+    #: answers of git's history; None: no history at all (nothing is asked)
+    history: Mapping[Question, Answer] | None = None
+    #: the live objects are never modified (the watch cache): comparisons may be remembered
+    reusable: bool = False
+
+
+def live_object(live: Mapping[ObjectRef, LiveRead], ref: ObjectRef) -> JSON | None:
+    """The live object ``ref`` as read; a failed read is raised again."""
+    found = live[ref]
+    if isinstance(found, SyncerError):
+        raise found
+    return found
+
+
+def record_of(inputs: Inputs, ref: ObjectRef) -> Record | None:
+    """The state record of ``ref`` (None: no state record); a failed read is raised again."""
+    if inputs.records is None:
+        return None
+    found = inputs.records[ref]
+    if isinstance(found, Exception):
+        raise found
+    return found

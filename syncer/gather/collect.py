@@ -1,0 +1,185 @@
+"""Gather, then detect: the reading half of detection.
+
+``gather`` reads everything one detection needs into one frozen ``Inputs``: the live objects
+``objects_to_read`` names (through the ``LiveSource``: one prefetch, then one read each), the
+state record of the objects to be compared, and, once comparing has asked, git's history
+(``answer``: the one ``git log --raw`` per installation directory of ``syncer.gather.history``).
+``engine.detect`` then does no I/O. ``detect_live`` is the two together, for the one-shot
+commands and every sidecar pass.
+
+A read that fails for one object (a 403, an error answer, an object not watched) is kept as
+that object's outcome; an API server that cannot be reached at all is raised here: nothing
+could be compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Protocol
+
+from syncer.detect import endpoints, engine
+from syncer.detect.binding import config_map_ref
+from syncer.cache import Caches, by_identity
+from syncer.config import Config
+from syncer.errors import ClusterError, ConfigError, SyncerError, Unreachable
+from syncer.gather.history import GitHistory, judge
+from syncer.kinds import ALTERNATE_VERSIONS
+from syncer.detect.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
+from syncer.gather.live import LiveSource
+from syncer.sources.manifests import Manifests
+from syncer.detect.tracking import tracking
+from syncer.model import Drift, GitSays, ObjectRef, Path, Result, Track
+
+
+class BaseStore(Protocol):
+    """syncer's own record of the last state where git and the cluster agreed."""
+
+    def base(self, ref: ObjectRef) -> JSON | None: ...
+
+    def proposed(self, ref: ObjectRef) -> Mapping[Path, Sequence[Any]]:
+        """The values syncer proposed (PR or commit) for fields of ``ref``."""
+        ...
+
+    def propose(self, drifts: Sequence[Drift], head: str | None = None) -> bool:
+        """Remember ``drifts``' values before they are pushed, and ``head``, the commit about to
+        be pushed as (or already found as) the PR branch's head."""
+        ...
+
+    def pushed_heads(self) -> Collection[str] | None:
+        """The PR branch heads recorded by ``propose`` (None: this record never held one)."""
+        ...
+
+
+def objects_to_read(config: Config, manifests: Manifests) -> list[ObjectRef]:
+    """The live objects detection reads: every declared object of a kind not ignored, and the
+    ConfigMap of each candidate list that binds one of them (``config`` bound to ``manifests``:
+    ``Config.bound_to``). The one-shot reads exactly these, the sidecar watches exactly these,
+    and syncer's Role must grant them (``live_reads``)."""
+    refs = dict.fromkeys(ref for ref in manifests.objects if config.track_for(ref.kind) is not Track.IGNORE)
+    for ref in list(refs):
+        service = endpoints.service_of(ref.kind, manifests.objects[ref].data)
+        bound = config.candidates_for(ref.namespace, service) if service is not None else None
+        if bound is not None:
+            refs.setdefault(config_map_ref(bound.namespace, bound.config_map))
+    return list(refs)
+
+
+def live_reads(config: Config, manifests: Manifests) -> list[ObjectRef]:
+    """The live objects a comparison reads (what syncer's Role must grant: ``syncer.grants``)."""
+    return sorted(objects_to_read(config.bound_to(endpoints.declared_services(manifests.objects)), manifests))
+
+
+def _reread(source: LiveSource, ref: ObjectRef, found: object) -> LiveRead:
+    """``found``, read as ``ref``, as detection reads it: absent, an EndpointSlice also under the
+    older version an API server may serve, and in the v1 shape; not a mapping, refused."""
+    for alt in ALTERNATE_VERSIONS.get((ref.api_version, ref.kind), ()) if found is None else ():
+        try:
+            found = source.get(replace(ref, api_version=alt))
+        except Unreachable:
+            raise
+        except ClusterError:
+            found = None  # not served or not watched under that version: absent
+        if found is not None:
+            break
+    if found is not None and not isinstance(found, dict):
+        return ConfigError(f"live object has an unexpected shape: a {type(found).__name__}, not a mapping")
+    if found is not None and ref.kind == endpoints.SLICE:
+        return endpoints.as_v1(found)
+    return found
+
+
+def _record(store: BaseStore, ref: ObjectRef) -> Record | Exception:
+    try:
+        return Record(store.base(ref), store.proposed(ref))
+    except Exception as exc:  # noqa: BLE001 -- raised again where detection uses it, as ever
+        return exc
+
+
+def _store_readable(store: BaseStore, ref: ObjectRef) -> bool:
+    """Can the state record be read now (detection reads it for every compared object)?"""
+    try:
+        store.base(ref)
+        store.proposed(ref)
+    except Exception:  # noqa: BLE001 -- whatever it raises, reading the compared objects' records raises again
+        return False
+    return True
+
+
+def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Caches, *,
+           store: BaseStore | None = None, observed_since: Mapping[ObjectRef, datetime] | None = None,
+           history: bool = False) -> Inputs:
+    """Everything ``engine.detect`` reads; ``history``: git's history will answer questions."""
+    config = config.bound_to(endpoints.declared_services(manifests.objects, caches=caches))  # see Config.bound_to
+    # the same manifests and config (the sidecar's parse cache): the same objects to read
+    refs: list[ObjectRef] = by_identity(caches.to_read, (manifests.objects, config), "to-read",
+                                        lambda: objects_to_read(config, manifests))
+    source.prefetch(refs)  # an API source reads everything at once (lists, concurrent GETs)
+    live: dict[ObjectRef, LiveRead] = {}
+    others: dict[ObjectRef, tuple[str, ...]] = {}
+    get, slice_kind = source.get, endpoints.SLICE
+    for ref in refs:
+        try:
+            found = get(ref)
+        except Unreachable:
+            raise  # nothing can be compared
+        except SyncerError as exc:
+            live[ref] = exc  # costs this object only
+            continue
+        if found is not None and type(found) is dict and ref.kind != slice_kind:
+            live[ref] = found
+            continue
+        live[ref] = read = _reread(source, ref, found)
+        if read is None and (versions := tuple(source.other_versions(ref))):
+            others[ref] = versions
+    records: dict[ObjectRef, Record | Exception] | None = None
+    readable: bool | None = None
+    if store is not None:
+        # The record of each object to be compared: one known in sync (the watch cache) is not
+        # compared while the record can be read at all.
+        records = {}
+        reusable = source.immutable
+        made = tracking(manifests, caches, reusable)
+        tracked, shadowed = made.tracked(config), made.family.shadowed
+        for i, (ref, _, _) in enumerate(tracked.items):
+            held = live[ref]
+            if not isinstance(held, dict) or ref in shadowed:
+                continue
+            if reusable and tracked.in_sync[i] is held:
+                if readable is None:
+                    readable = _store_readable(store, ref)
+                if readable:
+                    continue
+            records[ref] = _record(store, ref)
+    return Inputs(manifests, live, others, records, readable is not False, observed_since or {},
+                  {} if history else None, source.immutable)
+
+
+def answer(history: GitHistory, questions: Sequence[Question], manifests: Manifests) -> dict[Question, Answer]:
+    """What git's history says of each question, in order (its time budget is the detection's)."""
+    answers: dict[Question, Answer] = {}
+    for question in questions:
+        ref, path, applied_at = question
+        obj = manifests.objects[ref]
+        said = judge(history.last_change(obj.file, obj.ref, path, applied_at, current=obj.data), applied_at)
+        if said is None and history.trouble:
+            said = GitSays.UNREADABLE, f"git's history could not be read: {history.trouble}"
+        answers[question] = said
+    return answers
+
+
+def detect_live(config: Config, manifests: Manifests, source: LiveSource, now: datetime, *,
+                store: BaseStore | None = None, observed_since: Mapping[ObjectRef, datetime] | None = None,
+                history: GitHistory | None = None, caches: Caches | None = None) -> Result:
+    """Gather, detect, ask git's history what comparing asked, and finish: one detection.
+
+    ``caches``: what the installation remembers between passes (the sidecar keeps one; None:
+    a fresh one, nothing to reuse)."""
+    caches = caches if caches is not None else Caches()
+    inputs = gather(config, manifests, source, caches, store=store, observed_since=observed_since,
+                    history=history is not None)
+    detection = engine.Detection(config, inputs, now, caches)
+    if history is None or not detection.questions:
+        return detection.finish()
+    return detection.finish(answer(history, detection.questions, manifests))

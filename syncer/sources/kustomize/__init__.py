@@ -1,0 +1,122 @@
+"""Kustomize installations: ``hosts/<installation>/`` with a ``kustomization.yaml``.
+
+The real kustomize renders it (``render``); the rendered objects are the declared objects,
+compared with live as plain manifests are. Each object's origin comes from a render of a
+scratch copy with ``buildMetadata: [originAnnotations, transformerAnnotations]``; which
+file sets each field, and the check that an edit there renders the live value, is the
+``KustomizeMap`` (``sourcemap``). A render is redone only when a file of the installation's
+directory changed (size, mtime, ctime, inode), so a sidecar pass without a git change costs
+no render.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from syncer.cache import Caches
+from syncer.errors import ConfigError
+from syncer.sources.kustomize import render
+from syncer.sources.kustomize.layers import Layer, find_root, read_text, read_tree, walk
+from syncer.sources.kustomize.offline import refuse_remote
+from syncer.sources.kustomize.sourcemap import KustomizeMap, Origin
+from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, object_ref
+from syncer.model import ObjectRef
+
+__all__ = ["load_rendered"]
+
+#: A render as ``Caches.renders`` keeps it (by directory, default namespace, binary), with the
+#: stamp of the tree it was made from.
+Render = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests]
+
+
+def _stamp(base: Path) -> tuple[tuple[tuple[str, int, int, int, int], ...], bool]:
+    """Every file of the tree by (path, size, mtime, ctime, inode); and whether one was
+    modified too recently to trust its stamp (git's racy case)."""
+    out, racy, now = [], False, time.time_ns()
+    for path in sorted(base.rglob("*")):
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        out.append((path.relative_to(base).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+        racy = racy or now - max(st.st_mtime_ns, st.st_ctime_ns) <= RACY_NS
+    return tuple(out), racy
+
+
+def _with_metadata(root: Layer, host: Path, repo: Path) -> tuple[dict[str, str], bool]:
+    """The root kustomization with ``buildMetadata`` origins added, for the scratch copy
+    (relative path -> text); and whether the annotations are syncer's (to strip again)."""
+    have = root.data.get("buildMetadata")
+    have = [str(v) for v in have] if isinstance(have, list) else []
+    want = [v for v in ("originAnnotations", "transformerAnnotations") if v not in have]
+    if not want:
+        return {}, False
+    if have:
+        raise ConfigError(f"{root.file.relative_to(repo).as_posix()}: buildMetadata {have} without "
+                          "originAnnotations and transformerAnnotations: syncer cannot tell the origin of objects")
+    text = read_text(root.file, repo)
+    if not text.endswith("\n") and text:
+        text += "\n"
+    return {root.file.relative_to(host).as_posix(): text + "buildMetadata: [originAnnotations, transformerAnnotations]\n"}, True
+
+
+def load_rendered(repo: Path, installation: str, default_namespace: str, *,
+                  caches: Caches | None = None) -> Manifests:
+    """The objects kustomize renders from ``hosts/<installation>/``, with their source map;
+    ``caches`` keeps the render while no file of the tree changes (None: nothing remembered).
+    A kustomization that cannot be rendered (offline) is one ConfigError for the installation."""
+    caches = caches if caches is not None else Caches()
+    base = host_dir(repo, installation)
+    stamp, racy = _stamp(base)
+    key = (str(base.absolute()), default_namespace, " ".join(render.binary()))
+    last = caches.renders.get_fresh(key, lambda made: made[0] == stamp)
+    if last is not None:
+        return last[1]
+    manifests = _load(repo, installation, base, default_namespace)
+    if not racy:
+        caches.renders.put(key, (stamp, manifests))
+    return manifests
+
+
+def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> Manifests:
+    shown = f"hosts/{installation}"
+    host = host.resolve()
+    base = find_root(host, repo)
+    root = read_tree(base, repo)
+    for layer in walk(root):
+        if layer.remote:
+            raise ConfigError(f"{layer.file.relative_to(repo).as_posix()}: remote base {layer.remote[0]!r}: kustomize "
+                              "cannot render it offline (vendor it into the repository)")
+    refuse_remote(host, repo)
+    helm = any(layer.data.get("helmCharts") for layer in walk(root))
+    texts, ours = _with_metadata(root, host, repo)
+    inside = base.relative_to(host).as_posix() if base != host else ""
+    docs = render.render(host, shown if not inside else f"{shown}/{inside}", texts, helm, inside)
+    objects: dict[ObjectRef, GitObject] = {}
+    origins: dict[ObjectRef, Origin] = {}
+    for i, doc in enumerate(docs):
+        where = f"kustomize build {shown} (document {i + 1})"
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{where}: not a mapping")
+        raw, steps = render.origin_of(doc, strip=ours)
+        ref = object_ref(doc, default_namespace, where)
+        origins[ref] = _origin(raw, steps, base)
+        found = origins[ref].file or origins[ref].generator or root.file
+        file = found.relative_to(repo.resolve()).as_posix() if found.is_relative_to(repo.resolve()) else shown
+        objects[ref] = GitObject(ref, file, i, (), doc, rendered=True)
+    source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm)
+    source_map.objects = objects
+    return Manifests(objects, (), source_map=source_map)
+
+
+def _origin(raw: dict[str, object], steps: tuple[tuple[str, str], ...], base: Path) -> Origin:
+    remote = str(raw.get("repo") or "")
+    path, configured = raw.get("path"), raw.get("configuredIn")
+    by = raw.get("configuredBy")
+    kind = str(by.get("kind") or "") if isinstance(by, dict) else ""
+    file = (base / path).resolve() if isinstance(path, str) and not remote else None
+    generator = (base / configured).resolve() if isinstance(configured, str) and not remote else None
+    kinds = tuple(dict.fromkeys(kind for _, kind in steps))
+    ran = tuple(((base / where).resolve(), kind) for where, kind in steps if where)
+    return Origin(file, generator, kind, remote, kinds, ran)

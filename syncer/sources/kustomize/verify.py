@@ -1,0 +1,119 @@
+"""The proof of an edit: render the edited copy and read back each drifted value.
+
+A planned edit of a kustomize installation is written only when kustomize, run on a copy
+holding the edited files, renders the live value at the drifted path of the drifted object
+(found by its name, or for a generated one by its name without the content hash, which the
+edit changes). The user's files are not touched; a copy that does not build fails every file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FsPath
+from typing import Any
+
+from syncer.errors import ConfigError
+from syncer.sources.kustomize import render
+from syncer.sources.kustomize.fields import HASH, same
+from syncer.sources.manifests import object_ref
+from syncer.model import Drift, FileError, ObjectRef, Path, format_path
+from syncer.detect.normalize import MISSING, get_path, normalize
+
+
+Key = tuple[str, str, str]
+
+
+def _index(docs: list[Any], default_namespace: str) -> dict[Key, dict[str, Any]]:
+    found: dict[Key, dict[str, Any]] = {}
+    for doc in docs:
+        if isinstance(doc, dict):
+            try:
+                ref = object_ref(doc, default_namespace, "render")
+            except ConfigError:
+                continue
+            found[(ref.kind, ref.namespace, ref.name)] = doc
+            found.setdefault((ref.kind, ref.namespace, "~" + HASH.sub("", ref.name)), doc)
+    return found
+
+
+def _differences(a: Any, b: Any, path: Path = ()) -> list[Path]:
+    """Where two rendered objects differ (a list of another length differs as a whole)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k in {**a, **b} for p in (_differences(a.get(k, MISSING), b.get(k, MISSING), path + (k,)))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b)) for p in _differences(x, y, path + (i,))]
+    return [] if a == b and type(a) is type(b) else [path]
+
+
+def _renamed(value: Any, names: dict[str, str]) -> Any:
+    """``value`` with every generated name the edit re-hashed replaced by its new name."""
+    if isinstance(value, dict):
+        return {k: _renamed(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, names) for v in value]
+    return names.get(value, value) if isinstance(value, str) else value
+
+
+def _side_effects(before: dict[ObjectRef, dict[str, Any]], after: dict[Key, dict[str, Any]],
+                  drifts: list[Drift]) -> list[str]:
+    """What the edits changed in the render beyond the drifted values (an ``images:`` entry
+    that also sets another container, a base shared by two objects): ``Kind/ns/name path``."""
+    names = {}
+    for ref in before:
+        now = after.get((ref.kind, ref.namespace, "~" + HASH.sub("", ref.name)))
+        new = (now.get("metadata") or {}).get("name") if now is not None else None
+        if isinstance(new, str) and new != ref.name and HASH.sub("", new) == HASH.sub("", ref.name):
+            names[ref.name] = new
+    allowed: dict[ObjectRef, list[Path]] = {}
+    for drift in drifts:
+        allowed.setdefault(drift.ref, []).append(drift.path)
+    out = []
+    for ref, old in before.items():
+        now = after.get((ref.kind, ref.namespace, ref.name)) or after.get(
+            (ref.kind, ref.namespace, "~" + HASH.sub("", ref.name)))
+        if now is None:
+            out.append(f"{ref} (no longer rendered)")
+            continue
+        for path in _differences(normalize(_renamed(old, names)), normalize(now)):
+            if not any(path[:len(p)] == p or p[:len(path)] == path for p in allowed.get(ref, [])):
+                out.append(f"{ref} {format_path(path) or '(object)'}")
+    return out
+
+
+def rendered_as_live(host: FsPath, shown_host: str, shown_root: str, inside: str, texts: dict[str, str],
+                     drifts: list[Drift], default_namespace: str, helm: bool,
+                     before: dict[ObjectRef, dict[str, Any]] | None = None) -> list[FileError]:
+    """One error per drift that the copy of ``host`` with ``texts`` (repo-relative file ->
+    text) does not render as its live value; the kustomization rendered is ``inside`` ``host``.
+    With ``before`` (the render before the edits), an edit that changes anything else of the
+    render fails its file too (one render per edited file finds which)."""
+    prefix = shown_host + "/"
+    rel = {f.removeprefix(prefix): t for f, t in texts.items()}
+    try:
+        docs = render.render(host, shown_root, rel, helm, inside)
+    except ConfigError as exc:
+        return [FileError(f, f"{f}: not written: the edited kustomization does not build: {exc.message}")
+                for f in sorted(texts)]
+    found = _index(docs, default_namespace)
+    if before is not None and _side_effects(before, found, drifts):
+        errors = []
+        for file, text in sorted(texts.items()):
+            alone = _index(render.render(host, shown_root, {file.removeprefix(prefix): text}, helm, inside),
+                           default_namespace)
+            extra = _side_effects(before, alone, [d for d in drifts if d.file == file])
+            if extra:
+                errors.append(FileError(file, f"{file}: not written: the edit would also change "
+                                              f"{', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''} "
+                                              "(that place sets more than the drifted value)"))
+        if errors:
+            return errors
+    errors = []
+    for drift in drifts:
+        ref = drift.ref
+        now = found.get((ref.kind, ref.namespace, ref.name)) or found.get(
+            (ref.kind, ref.namespace, "~" + HASH.sub("", ref.name)))
+        got = get_path(normalize(now), drift.path) if now is not None else MISSING
+        if got is MISSING or not same(got, drift.live):
+            shown = "nothing" if got is MISSING else repr(got)
+            errors.append(FileError(drift.file, f"{drift.file}: not written: {ref} {drift.path_text}: the edited "
+                                                f"kustomization renders {shown}, live is {drift.live!r}"))
+    return errors

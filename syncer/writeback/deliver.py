@@ -1,0 +1,320 @@
+"""Write-back: turn a detection ``Result`` into a commit on the base branch or a rolling PR.
+
+``deliver`` (detect, then commit, open the PR, or only say what they would do) is the one
+entry point, for ``syncer sync`` and every sidecar pass alike: it maps the mode to
+``sync_commit``, ``sync_pr`` or ``dry_run``.
+
+Always works in a clone owned by syncer: reset to the remote base branch, detect, apply
+the accepted drifts, commit, push. A rejected fast-forward (someone pushed first) means
+fetch and redo from scratch -- never force. The PR branch ``syncer/<installation>`` is
+regenerated from base + current drift each time, pushed with a lease, and left alone once a
+human has pushed to it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from syncer.detect import endpoints
+from syncer.writeback import untracked
+from syncer.cache import Caches
+from syncer.config import Config, UntrackedMode, load_config
+from syncer.cache import Caches
+from syncer.gather.collect import BaseStore, detect_live
+from syncer.errors import GitError
+from syncer.gitrepo import Workspace
+from syncer.gather.history import GitHistory
+from syncer.gather.live import Lister, LiveSource
+from syncer.sources.dispatch import load_source, verify_each
+from syncer.sources.manifests import Manifests, host_dir
+from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
+from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
+from syncer.writeback.plan import FileChange, plan_changes, write_changes
+
+if TYPE_CHECKING:
+    from syncer.forges.base import Forge
+    from syncer.writeback.pullrequest import PrResult
+
+#: How often a commit is redone after losing a push race before giving up for this round.
+MAX_PUSH_ATTEMPTS = 5
+
+
+class Mode(str, enum.Enum):
+    PR = "pr"
+    COMMIT = "commit"
+    DRY_RUN = "dry-run"
+
+
+#: The write-back mode when none is given (SPEC §2.8: a pull request).
+DEFAULT_MODE = Mode.PR
+
+
+@dataclass(frozen=True)
+class Loaded:
+    config: Config
+    manifests: Manifests
+
+
+def load_installation(repo: Path, installation: str, config: Config | None = None, *,
+                      caches: Caches | None = None) -> Loaded:
+    """Config and manifests of ``hosts/<installation>/``; ``config`` overrides its syncer.conf;
+    ``caches``: what the installation's earlier loads remember (None: nothing)."""
+    base = host_dir(repo, installation)
+    if config is None:
+        config = load_config(base, installation, caches=caches)
+    manifests = load_source(repo, installation, config.namespace, caches=caches)
+    # bindings without a namespace go where git declares what they bind (not where -n points)
+    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests)
+
+
+def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
+    """(object, field) -> the comment ending the changed line in git, for the PR rows."""
+    return {(str(ref), path): comment for c in changes for ref, path, comment in c.comments}
+
+
+def select(result: Result, mode: Mode) -> list[Drift]:
+    """The drifts this mode writes: commit mode only those whose direction is known."""
+    drifts = list(result.writable())
+    if mode is Mode.COMMIT:
+        drifts = [d for d in drifts if d.direction is Direction.CLUSTER]
+    return drifts
+
+
+@dataclass
+class Outcome:
+    result: Result
+    written: list[Drift] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
+    commit: str | None = None
+    pr: "PrResult | None" = None
+    title: str = ""
+    body: str = ""
+    labels: tuple[str, ...] = ()
+    messages: list[str] = field(default_factory=list)
+    #: The installation as detection loaded it, while the clone still holds exactly that (no
+    #: file written), so the sidecar need not load it again; None once files were written.
+    loaded: Loaded | None = None
+
+
+#: Optional inputs the sidecar passes through to detection: a config override (``--config``)
+#: and when the watch saw each object's content change (fallback for stability timing).
+ConfigArg = Config | None
+SinceArg = Mapping[ObjectRef, datetime] | None
+
+
+def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, store: BaseStore | None,
+            mode: Mode, config: ConfigArg = None, observed_since: SinceArg = None,
+            ws: Workspace | None = None, caches: Caches | None = None,
+            ) -> tuple[Loaded, Result, list[Drift], list[FileChange]]:
+    """Detect and plan; in syncer's own clone ``ws``, git's history may fetch the old versions
+    the blob-less clone lacks (without them, a reviewed git change not applied yet would look
+    like nothing and be overwritten)."""
+    caches = caches if caches is not None else Caches()
+    loaded = load_installation(repo, installation, config, caches=caches)
+    history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
+               else GitHistory(repo, installation, caches=caches))
+    result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
+                         history=history, caches=caches)
+    result = with_untracked(loaded, result, source, caches)
+    result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
+    return loaded, result, drifts, changes
+
+
+def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: Caches | None = None) -> Result:
+    """``result`` with the live objects git does not declare (``untracked:`` in the config);
+    a kind the account may not list is one warning naming the grant, the rest goes on."""
+    config = loaded.config
+    if config.untracked.mode is UntrackedMode.IGNORE:
+        return result
+    if not isinstance(source, Lister):
+        return replace(result, errors=result.errors + (FileError(
+            config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
+    lister = untracked.WarnOnRefusal(source, config.source, caches if caches is not None else Caches())
+    found = untracked.find(config, loaded.manifests.objects, lister)
+    if loaded.manifests.source_map is not None:  # kustomize renders only what its resources list
+        found = [replace(d, action=Action.REPORT, file="",
+                         reason=d.reason.replace("; proposed as a new file", "") +
+                         "; not proposed: kustomize renders only what the kustomization lists (add it there)")
+                 if d.action is Action.WRITE else d for d in found]
+    return replace(result, drifts=result.drifts + tuple(found), warnings=result.warnings + tuple(lister.warnings))
+
+
+def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Drift],
+                  loaded: Loaded, caches: Caches) -> tuple[Result, list[Drift], list[FileChange]]:
+    """Plan the file edits; a file that cannot be written exactly is left out with one line in
+    ``result.errors``, and its drifts are not claimed by the commit or PR. Untracked objects
+    to propose become new files."""
+    aborted: list[FileError] = []
+    new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
+    drifts = [d for d in drifts if d.cls is not DriftClass.UNTRACKED]
+    source_map = loaded.manifests.source_map
+    if source_map is not None:  # each edit proven on its own by rendering; a refused one is reported
+        changes, refused = verify_each(repo, installation, drifts, loaded.manifests.objects, source_map, caches)
+        if refused:
+            why = {id(d): reason for d, reason in refused}
+            drifts = [d for d in drifts if id(d) not in why]  # written: only what was proven
+            result = replace(result, drifts=tuple(_refused(d, why[id(d)]) if id(d) in why else d
+                                                  for d in result.drifts))
+    else:
+        changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted, caches=caches)
+    for drift, change in untracked.new_files(repo, installation, new, aborted):
+        drifts.append(drift)
+        changes.append(change)
+    if aborted:
+        bad = {e.file for e in aborted}
+        drifts = [d for d in drifts if d.file not in bad or not d.edits]
+        result = replace(result, errors=result.errors + tuple(e for e in aborted if e not in result.errors))
+    return result, drifts, changes
+
+
+def _refused(drift: Drift, reason: str) -> Drift:
+    return replace(drift, action=Action.REPORT, edits=(),
+                   reason=f"{drift.reason}; {reason}" if drift.reason and drift.action is Action.REPORT else reason)
+
+
+def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,
+            store: BaseStore | None = None, *, config: ConfigArg = None, observed_since: SinceArg = None,
+            ws: Workspace | None = None, caches: Caches | None = None) -> Outcome:
+    """What ``sync`` would do, computed on ``repo`` as it is (syncer's clone ``ws``, or a
+    person's checkout); writes nothing."""
+    loaded, result, drifts, changes = _detect(repo, installation, source, now, store, Mode.DRY_RUN, config,
+                                              observed_since, ws, caches)
+    out = Outcome(result, drifts, changes, loaded=loaded)
+    if drifts:
+        out.title, out.body, out.labels = (pr_title(installation, drifts),
+                                           pr_body(result, drifts, reproduce, comments=_comments(changes)),
+                                           pr_labels(result))
+    return out
+
+
+def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datetime,
+                store: BaseStore | None = None, *, config: ConfigArg = None,
+                observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+    """Commit accepted drifts straight to the base branch, fast-forward only."""
+    caches = caches if caches is not None else Caches()
+    notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
+    for _attempt in range(MAX_PUSH_ATTEMPTS):
+        ws.sync_to_base()
+        loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
+                                                  observed_since, ws, caches)
+        out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
+        held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
+        if held:
+            out.messages.append(f"{len(held)} change(s) have no known base and are never committed directly: "
+                                "use --mode pr to propose them")
+        if not changes:
+            out.messages.append("nothing to commit")
+            return out
+        write_changes(ws.path, changes)
+        out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
+        out.loaded = None  # the files changed: the sidecar loads them again
+        if store is not None:
+            store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
+        if ws.push_base():
+            out.messages.append(f"pushed {out.commit[:12]} to {ws.base}")
+            return out
+        out.messages.append(f"{ws.base} moved while committing; fetching and redoing")
+    raise GitError(f"{ws.base} kept moving: gave up after {MAX_PUSH_ATTEMPTS} attempts; will retry", transient=True)
+
+
+def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> tuple[list[Drift], list[str]]:
+    """Endpoints picks already proposed on the open branch ``rev``, kept while the backend is
+    away; and one line for each branch version refused (the judgement: ``binding.keep_proposed``)."""
+    from syncer.detect.binding import keep_proposed
+
+    return keep_proposed(result, manifests, lambda file: ws.git("show", f"{rev}:{file}"))
+
+
+def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime, reproduce: str,
+            forge: "Forge | None" = None, store: BaseStore | None = None, *, config: ConfigArg = None,
+            observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+    """Keep one branch ``syncer/<installation>`` (and one PR when a forge is given) current."""
+    caches = caches if caches is not None else Caches()
+    from syncer.writeback.pullrequest import Proposal, reconcile_pull_request
+
+    branch = f"syncer/{installation}"
+    base_sha = ws.sync_to_base()
+    loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.PR, config,
+                                              observed_since, ws, caches)
+    remote = ws.fetch_branch(branch)
+    # With a state record, syncer's own commits are the ones it recorded pushing (an author
+    # email anyone can write proves nothing); a record that never held one falls back to the
+    # emails once (an upgrade), as a one-shot ``sync`` without a record always does.
+    foreign = ws.foreign_commits(remote, store.pushed_heads() if store is not None else None) if remote else []
+    refused: list[str] = []
+    if remote and not foreign:
+        kept, refused = keep_transient(ws, remote, result, loaded.manifests)
+        if kept:
+            order = {(d.ref, d.path): i for i, d in enumerate(result.drifts)}
+            drifts = sorted(drifts + kept, key=lambda d: order.get((d.ref, d.path), len(order)))
+            result, drifts, changes = _file_changes(ws.path, installation, result, drifts, loaded, caches)
+    out = Outcome(result, drifts, changes, loaded=loaded, messages=refused)
+    if foreign:
+        out.messages.append(f"{branch} has {len(foreign)} commit(s) not made by syncer; leaving it alone")
+        if forge is not None:
+            out.pr = reconcile_pull_request(forge, branch, ws.base, None, human_pushed=True)
+        return out
+    if not changes:
+        if forge is not None:  # the branch is syncer's own (no foreign commit), or gone
+            out.pr = reconcile_pull_request(forge, branch, ws.base, None, pushed=[remote] if remote else None)
+        if remote:
+            ws.delete_branch(branch, remote)
+            out.messages.append(f"drift gone: deleted {branch}")
+        else:
+            out.messages.append("nothing to propose")
+        return out
+    out.title, out.body, out.labels = (pr_title(installation, drifts),
+                                       pr_body(result, drifts, reproduce, comments=_comments(changes)), pr_labels(result))
+    write_changes(ws.path, changes)
+    out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
+    out.loaded = None  # the files changed: the sidecar loads them again
+    unchanged = remote is not None and ws.tree(remote) == ws.tree() and ws.git("rev-parse", f"{remote}^") == base_sha
+    if store is not None:  # before the push: git never holds a proposal (nor a head) syncer does not remember
+        store.propose(drifts, head=remote if unchanged else out.commit)
+    if unchanged:
+        out.commit = remote
+        out.messages.append(f"{branch} already holds this change")
+    elif not ws.push_branch(branch, remote):
+        raise GitError(f"{branch} moved while pushing (another syncer or a human); will re-check", transient=True)
+    else:
+        out.messages.append(f"pushed {branch} at {out.commit[:12]}")
+    if forge is not None:
+        # the PR's head must be what syncer pushed, or (a forge slow to see a push) the branch
+        # as syncer found it, checked to hold its own commits only
+        pushed = [sha for sha in (out.commit, remote) if sha]
+        out.pr = reconcile_pull_request(forge, branch, ws.base,
+                                        Proposal(out.title, out.body, out.labels, drift_hash(drifts),
+                                                 pr_fingerprint(result, drifts, out.title, out.labels)),
+                                        pushed=pushed)
+    return out
+
+
+def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
+               reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
+               config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None) -> Outcome:
+    """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
+    or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
+    installation remembers between passes (the sidecar's, kept across them; None: nothing).
+
+    ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
+    taken as it is; a dry run in a clone first resets it to the remote base branch.
+    """
+    if mode is Mode.DRY_RUN:
+        ws = where if isinstance(where, Workspace) else None
+        if ws is not None:
+            ws.sync_to_base()
+        checkout = where.path if isinstance(where, Workspace) else where
+        return dry_run(checkout, installation, source, now, reproduce, store, config=config,
+                       observed_since=observed_since, ws=ws, caches=caches)
+    if not isinstance(where, Workspace):
+        raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
+    if mode is Mode.COMMIT:
+        return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since,
+                           caches=caches)
+    return sync_pr(where, installation, source, now, reproduce, forge, store, config=config,
+                   observed_since=observed_since, caches=caches)
