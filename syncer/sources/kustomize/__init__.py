@@ -17,7 +17,7 @@ from pathlib import Path
 from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.sources.kustomize import render
-from syncer.sources.kustomize.layers import Layer, find_root, read_text, read_tree, walk
+from syncer.sources.kustomize.layers import Layer, check_sizes, find_root, read_text, read_tree, walk
 from syncer.sources.kustomize.offline import refuse_remote
 from syncer.sources.kustomize.sourcemap import KustomizeMap, Origin
 from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, object_ref
@@ -89,6 +89,7 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
             raise ConfigError(f"{layer.file.relative_to(repo).as_posix()}: remote base {layer.remote[0]!r}: kustomize "
                               "cannot render it offline (vendor it into the repository)")
     refuse_remote(host, repo)
+    check_sizes(root, repo)
     helm = any(layer.data.get("helmCharts") for layer in walk(root))
     texts, ours = _with_metadata(root, host, repo)
     inside = base.relative_to(host).as_posix() if base != host else ""

@@ -114,6 +114,49 @@ def read_tree(directory: Path, repo: Path) -> Layer:
     return read(directory.resolve(), 0, frozenset())
 
 
+#: A generator's source file above this cannot be applied (a ConfigMap or Secret holds at most
+#: 1 MiB): refused before kustomize reads it into its memory, and syncer the render into its own.
+MAX_GENERATOR_BYTES = 1024 * 1024
+
+
+def check_sizes(root: Layer, repo: Path) -> None:
+    """ConfigError naming the first file kustomize would read that is too large to apply: a
+    generator's ``files:``/``envs:`` source over ``MAX_GENERATOR_BYTES`` (a directory's files
+    together), a resource or patch file over ``MAX_FILE_BYTES``."""
+    repo = repo.resolve()
+
+    def size(path: Path) -> int:
+        if path.is_dir():
+            return sum(p.stat().st_size for p in path.iterdir() if p.is_file() and not p.is_symlink())
+        return path.stat().st_size if path.is_file() else 0
+
+    def refuse(path: Path, limit: int, what: str) -> None:
+        shown = path.relative_to(repo).as_posix() if path.is_relative_to(repo) else str(path)
+        raise ConfigError(f"{shown}: larger than {limit // (1024 * 1024)} MiB: not rendered ({what})")
+
+    for layer in walk(root):
+        for key in ("configMapGenerator", "secretGenerator"):
+            for _, item in entries(layer, key):
+                listed = [*(item.get("files") or []), *(item.get("envs") or []), item.get("env")]
+                for entry in listed:
+                    if not isinstance(entry, str):
+                        continue
+                    source = (layer.dir / entry.partition("=")[2 if "=" in entry else 0].strip()).resolve()
+                    if source.is_relative_to(repo) and size(source) > MAX_GENERATOR_BYTES:
+                        refuse(source, MAX_GENERATOR_BYTES, f"a {key} source; a ConfigMap or Secret holds at most 1 MiB")
+        for file in layer.files:
+            if size(file) > MAX_FILE_BYTES:
+                refuse(file, MAX_FILE_BYTES, "a resource file")
+        for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
+            items = layer.data.get(key)
+            for item in items if isinstance(items, list) else []:
+                path = item.get("path") if isinstance(item, dict) else item if key == "patchesStrategicMerge" else None
+                if isinstance(path, str) and "\n" not in path:
+                    file = (layer.dir / path).resolve()
+                    if file.is_relative_to(repo) and size(file) > MAX_FILE_BYTES:
+                        refuse(file, MAX_FILE_BYTES, "a patch file")
+
+
 def walk(layer: Layer) -> list[Layer]:
     """Every layer of the graph once, ``layer`` first."""
     out: list[Layer] = []

@@ -73,13 +73,16 @@ def refuse_remote(host: Path, repo: Path) -> None:
     """ConfigError naming the file and the field of the first remote reference of the
     kustomizations under ``host`` and of the configs they list."""
     host, repo = host.resolve(), repo.resolve()
+    from syncer.sources.kustomize.aliases import refuse_aliases
     from syncer.sources.kustomize.layers import read_text
 
     def shown(path: Path) -> str:
         return path.relative_to(repo).as_posix() if path.is_relative_to(repo) else str(path)
 
-    def read(path: Path) -> list[Any]:
-        return parse_documents(read_text(path, repo), shown(path))
+    def read(path: Path) -> list[Any]:  # aliases refused, never expanded (the walk below would follow each)
+        text = read_text(path, repo)
+        refuse_aliases(text, shown(path))
+        return parse_documents(text, shown(path))
 
     files = sorted(f for f in host.rglob("*") if f.name in KUSTOMIZATION_NAMES and f.is_file() and not f.is_symlink())
     todo: list[tuple[Path, int]] = []
