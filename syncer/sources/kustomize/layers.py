@@ -117,13 +117,19 @@ def read_tree(directory: Path, repo: Path) -> Layer:
 #: A generator's source file above this cannot be applied (a ConfigMap or Secret holds at most
 #: 1 MiB): refused before kustomize reads it into its memory, and syncer the render into its own.
 MAX_GENERATOR_BYTES = 1024 * 1024
+#: And all the files kustomize reads together (resources, patches, generator sources): kustomize
+#: holds several copies of its input while rendering, in the same pod's memory as syncer.
+MAX_INPUT_BYTES = 8 * 1024 * 1024
 
 
 def check_sizes(root: Layer, repo: Path) -> None:
     """ConfigError naming the first file kustomize would read that is too large to apply: a
     generator's ``files:``/``envs:`` source over ``MAX_GENERATOR_BYTES`` (a directory's files
-    together), a resource or patch file over ``MAX_FILE_BYTES``."""
+    together), a resource or patch file over ``MAX_FILE_BYTES``, or the one that takes all of
+    them together past ``MAX_INPUT_BYTES``."""
     repo = repo.resolve()
+    total = [0]
+    counted: set[Path] = set()
 
     def size(path: Path) -> int:
         if path.is_dir():
@@ -134,6 +140,15 @@ def check_sizes(root: Layer, repo: Path) -> None:
         shown = path.relative_to(repo).as_posix() if path.is_relative_to(repo) else str(path)
         raise ConfigError(f"{shown}: larger than {limit // (1024 * 1024)} MiB: not rendered ({what})")
 
+    def count(path: Path, n: int) -> None:
+        if path not in counted:
+            counted.add(path)
+            total[0] += n
+        if total[0] > MAX_INPUT_BYTES:
+            shown = path.relative_to(repo).as_posix() if path.is_relative_to(repo) else str(path)
+            raise ConfigError(f"{shown}: the files kustomize would read for this installation pass "
+                              f"{MAX_INPUT_BYTES // (1024 * 1024)} MiB together here: not rendered")
+
     for layer in walk(root):
         for key in ("configMapGenerator", "secretGenerator"):
             for _, item in entries(layer, key):
@@ -142,19 +157,29 @@ def check_sizes(root: Layer, repo: Path) -> None:
                     if not isinstance(entry, str):
                         continue
                     source = (layer.dir / entry.partition("=")[2 if "=" in entry else 0].strip()).resolve()
-                    if source.is_relative_to(repo) and size(source) > MAX_GENERATOR_BYTES:
+                    if not source.is_relative_to(repo):
+                        continue
+                    n = size(source)
+                    if n > MAX_GENERATOR_BYTES:
                         refuse(source, MAX_GENERATOR_BYTES, f"a {key} source; a ConfigMap or Secret holds at most 1 MiB")
+                    count(source, n)
         for file in layer.files:
-            if size(file) > MAX_FILE_BYTES:
+            n = size(file)
+            if n > MAX_FILE_BYTES:
                 refuse(file, MAX_FILE_BYTES, "a resource file")
+            count(file, n)
         for key in ("patches", "patchesStrategicMerge", "patchesJson6902"):
             items = layer.data.get(key)
             for item in items if isinstance(items, list) else []:
                 path = item.get("path") if isinstance(item, dict) else item if key == "patchesStrategicMerge" else None
                 if isinstance(path, str) and "\n" not in path:
                     file = (layer.dir / path).resolve()
-                    if file.is_relative_to(repo) and size(file) > MAX_FILE_BYTES:
+                    if not file.is_relative_to(repo):
+                        continue
+                    n = size(file)
+                    if n > MAX_FILE_BYTES:
                         refuse(file, MAX_FILE_BYTES, "a patch file")
+                    count(file, n)
 
 
 def walk(layer: Layer) -> list[Layer]:
