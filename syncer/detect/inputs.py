@@ -56,6 +56,9 @@ class Inputs:
     history: Mapping[Question, Answer] | None = None
     #: the live objects are never modified (the watch cache): comparisons may be remembered
     reusable: bool = False
+    #: generated objects (kustomize's content hash in the name) the cluster holds under the name
+    #: of an older content: git's ref -> the live name it was read under
+    renamed: Mapping[ObjectRef, str] = field(default_factory=dict)
 
 
 def live_object(live: Mapping[ObjectRef, LiveRead], ref: ObjectRef) -> JSON | None:

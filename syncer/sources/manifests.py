@@ -61,6 +61,11 @@ class SourceMap(Protocol):
         value is not its live value (naming the files not to write)."""
         ...
 
+    def generator_of(self, ref: ObjectRef) -> str | None:
+        """The generator's name of a generated object whose name carries a content hash (a
+        new content is a new name), or None."""
+        ...
+
 
 @dataclass(frozen=True)
 class Manifests:

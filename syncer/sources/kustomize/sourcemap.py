@@ -82,6 +82,12 @@ class KustomizeMap(Finders):
         where = (origin.file or origin.generator) if origin is not None else None
         return self.shown(where) if where is not None else self.shown(self.root.file)
 
+    def generator_of(self, ref: ObjectRef) -> str | None:
+        origin = self.origins.get(ref)
+        if origin is None or origin.by not in ("ConfigMapGenerator", "SecretGenerator") or not HASH.search(ref.name):
+            return None
+        return HASH.sub("", ref.name)
+
     def _declared(self, origin: Origin, obj: GitObject) -> tuple[int, dict[str, Any]] | None:
         """The document of the resource file that declares ``obj`` (by kind; the longest name
         contained in the rendered name)."""
