@@ -138,6 +138,20 @@ LAYOUTS: tuple[Layout, ...] = (
                Edit("Deployment", "stg-secondary-the-deployment", ("set", "image", "the-container=monopole/hello:2"),
                     f"{C0}.image", None),
            )),
+    Layout("podinfo-secret-from-file", "podinfo", "default",
+           track=WB + (("HorizontalPodAutoscaler", "writeback"),),
+           edits=(
+               # the file-generated Secret (line-wrapped base64 as kustomize renders it) is no drift
+               Edit("Deployment", "podinfo", ("set", "image", "podinfod=ghcr.io/stefanprodan/podinfo:6.2.0"), f"{C0}.image",
+                    ("deployment.yaml", "        image: ghcr.io/stefanprodan/podinfo:6.1.1",
+                     "        image: ghcr.io/stefanprodan/podinfo:6.2.0")),
+               Edit("Deployment", "podinfo", ("edit", "- --level=info", "- --level=debug"), f"{C0}.command[5]",
+                    ("deployment.yaml", "        - --level=info", "        - --level=debug")),
+               Edit("Deployment", "podinfo", ("set", "env", "PODINFO_UI_COLOR=#ff0000"), f"{C0}.env[0].value",
+                    ("deployment.yaml", '          value: "#34577c"', '          value: "#ff0000"')),
+               Edit("HorizontalPodAutoscaler", "podinfo", ("patch", "--type", "merge", "-p", '{"spec":{"maxReplicas":4}}'),
+                    "spec.maxReplicas", ("hpa.yaml", "  maxReplicas: 3", "  maxReplicas: 4")),
+           )),
     Layout("microservices-demo-components", "microservices-demo", "default",
            top=("resources:\n- base/frontend.yaml\n- base/loadgenerator.yaml\ncomponents:\n- components/custom-base-url\n"
                 "- components/blackfriday-week1-loadtest\n"), track=WB,
