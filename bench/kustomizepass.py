@@ -30,7 +30,9 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 def measure(rounds: int, root: Path) -> dict[str, Any]:
-    from syncer.sources.dispatch import load_source
+    from syncer.cache import Caches
+    from syncer.config import Config
+    from syncer.sources.dispatch import source_for
     from syncer.gitrepo import Workspace
     from syncer.sources.kustomize import render
     from syncer.sidecar.livecache import LiveCache
@@ -56,7 +58,7 @@ def measure(rounds: int, root: Path) -> dict[str, Any]:
         renders.append(time.perf_counter() - t0)
 
     cache = LiveCache("midgard")
-    declared = load_source(work, "midgard", "midgard")
+    declared = source_for(work, "midgard", Config("midgard", namespace="midgard")).load(Caches())
     config_map = None
     for ref, obj in declared.objects.items():
         live = copy.deepcopy(obj.data)

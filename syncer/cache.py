@@ -28,12 +28,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from syncer.config import Config
-    from syncer.gather.history import Version
-    from syncer.sources.kustomize import Render
-    from syncer.sources.manifests import FileParse, Index
     from syncer.model import ObjectRef
-    from syncer.writeback.plan import EditorParse, Planned
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -195,6 +190,8 @@ def _identity() -> Lru[Any, Any]:
 class Caches:
     """Everything one installation remembers between passes. Lanes add their maps here as fields
     (one ``Lru`` each); ``counters`` and ``clear`` walk the fields, so a new map needs no other code.
+    A value's type is its owner's (``FileParse`` of ``sources.manifests``...), named where it is
+    read: this module, below every stage, imports none of them.
 
     Built once by the caller and passed down; a one-shot run may pass a fresh one (nothing to
     reuse) and tests build their own instead of clearing module state."""
@@ -210,20 +207,24 @@ class Caches:
     to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
     # -- the other modules' maps (issue #25, lane "caches") --
     #: manifests: each file's objects and errors by (path, namespace), with the file's stamp.
-    files: Lru[tuple[str, str], FileParse] = field(default_factory=lambda: Lru(65_536))
+    files: Lru[tuple[str, str], Any] = field(default_factory=lambda: Lru(65_536))
     #: manifests: the last index per (repo, installation, namespace), with the per-file lists it came from.
-    indexes: Lru[tuple[str, str, str], Index] = field(default_factory=lambda: Lru(64))
-    #: kustomize: the last render per (directory, namespace, binary), with the stamp of the tree.
-    renders: Lru[tuple[str, str, str], Render] = field(default_factory=lambda: Lru(16))
+    indexes: Lru[tuple[str, str, str], Any] = field(default_factory=lambda: Lru(64))
+    #: sources: a rendering source's last load per key (the source's name first, then its tree,
+    #: namespace, binary...), with the stamp of the tree it was made from (``Source.load``).
+    renders: Lru[tuple[str, ...], Any] = field(default_factory=lambda: Lru(16))
+    #: sources: why each drift of a checked render does not render as live (None: it does), by a
+    #: digest of the tree's stamp, the edited texts and the drifts (``Source.verify``).
+    verified: Lru[bytes, tuple[str | None, ...]] = field(default_factory=lambda: Lru(1024))
     #: writeback: new texts planned, by (file, digest of its text, the edits).
-    planned: Lru[tuple[str, str, str], Planned] = field(default_factory=lambda: Lru(512))
+    planned: Lru[tuple[str, str, str], Any] = field(default_factory=lambda: Lru(512))
     #: writeback: a file's parses by (file, digest), bounded by the characters of text they hold.
-    parsed: Lru[tuple[str, str], EditorParse] = field(
+    parsed: Lru[tuple[str, str], Any] = field(
         default_factory=lambda: Lru(4096, max_bytes=128 * 1024, size_of=lambda _, v: v.chars))
     #: history: objects by (blob, ref) as that version of a file declares them (content-addressed).
     versions: Lru[tuple[str, ObjectRef], object] = field(default_factory=lambda: Lru(4096))
     #: history: every file's versions by (repo, HEAD, scope, subject): one ``git log --raw``.
-    logs: Lru[tuple[str, str, str, str], "dict[str, list[Version]] | None"] = field(default_factory=lambda: Lru(64))
+    logs: Lru[tuple[str, str, str, str], Any] = field(default_factory=lambda: Lru(64))
     #: endpoints: (namespace, Service) of the Endpoints git declares, by identity of the objects.
     declared: ByIdentity[frozenset[tuple[str, str]]] = field(default_factory=lambda: Lru(4))
     #: sidecar/loop: the objects to watch, by identity of (manifests, config).
@@ -239,7 +240,7 @@ class Caches:
     #: untracked: the (kind, namespace) lists refused and logged already (said once).
     refusals_said: Lru[tuple[str, str], bool] = field(default_factory=lambda: Lru(4096))
     #: config: the parsed config by (text, file, installation, namespace): the same text, the same Config.
-    configs: Lru[tuple[str, str, str, str | None], Config] = field(default_factory=lambda: Lru(8))
+    configs: Lru[tuple[str, str, str, str | None], Any] = field(default_factory=lambda: Lru(8))
 
     def counters(self) -> dict[str, tuple[int, int, int]]:
         """name -> (hits, misses, entries) of every map."""
@@ -251,11 +252,3 @@ class Caches:
             lru = getattr(self, f.name)
             if isinstance(lru, Lru):
                 lru.clear()
-
-
-#: The ``Caches`` of the pure judgements of a text (``secrets.judge``, ``lookalike.change_note``)
-#: when the caller passes none: the answer is a function of the text alone (keyed by its digest,
-#: the same for every installation, never the text itself), and those judgements are asked from
-#: every place that shows a value (detection, the PR body, webhooks), so one process-wide map,
-#: bounded in bytes, serves them instead of a parameter through each formatter.
-TEXT_JUDGEMENTS = Caches()

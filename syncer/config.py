@@ -365,5 +365,6 @@ def load_config(host_dir: Path, installation: str, display: str | None = None, *
     text = read_inside(path, display, host_dir.parent.parent)
     if caches is None:
         return parse_config(text, display, installation, namespace)
-    return caches.configs.get_or((text, display, installation, namespace),
-                                 lambda: parse_config(text, display, installation, namespace))
+    parsed: Config = caches.configs.get_or((text, display, installation, namespace),
+                                           lambda: parse_config(text, display, installation, namespace))
+    return parsed

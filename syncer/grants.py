@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from syncer.model import ObjectRef
 
@@ -107,29 +106,3 @@ def unreadable_message(ref: ObjectRef, exc: Exception, written: bool) -> str:
     effect = ("its kind is written back, so it is not synced" if written
               else "its kind is only reported, so it is skipped")
     return f"{ref}: syncer's account may not read it ({detail}); {effect}; to grant it, {grant_hint(ref)}"
-
-
-def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
-    """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
-    from syncer.config import load_config
-    from syncer.gather.collect import live_reads
-    from syncer.sources.manifests import host_dir
-    from syncer.writeback.deliver import load_installation
-
-    config = load_config(host_dir(repo, installation), installation, namespace=namespace)
-    loaded = load_installation(repo, installation, config)
-    values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
-    head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
-            f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")
-    tail = "".join(f"# not covered: {ref} is outside namespace {config.namespace} (the chart's Role is namespaced)\n"
-                   for ref in values.elsewhere)
-    source_map = loaded.manifests.source_map
-    generated = sorted({f"{source_map.generator_of(ref)}-<hash>" for ref in live_reads(loaded.config, loaded.manifests)
-                        if source_map is not None and source_map.generator_of(ref)
-                        and ref.namespace == config.namespace}) if source_map is not None else []
-    if generated:
-        tail += (f"# {', '.join(generated)}: named by kustomize after its content, so a new content is a new name,\n"
-                 "# which a Role by names cannot follow: rbac.watchKinds lists and watches the kind instead, and\n"
-                 "# syncer finds the new name (or, before it is applied, the old one) by its generator.\n"
-                 "rbac:\n  watchKinds: true\n")
-    return head + values.text + tail

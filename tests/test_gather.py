@@ -18,6 +18,7 @@ from syncer.gather.collect import detect_live, objects_to_read
 from syncer.model import GitSays
 from syncer.gather.live import SnapshotSource
 from syncer.sources.manifests import Manifests, load_manifests
+from syncer.sources.plain import ManifestsSource
 from syncer.model import Direction, ObjectRef
 from syncer.sidecar.loop import tracked_refs
 from syncer.writeback.deliver import Loaded
@@ -59,7 +60,7 @@ def test_a_bug_is_raised_not_reported_as_a_bad_object() -> None:
 def test_git_history_is_asked_what_decides_and_its_answer_decides() -> None:
     config, manifests, objects = _asgard()
     detection = engine.Detection(config, gathered(config, manifests, objects, history={}), NOW)
-    asked = [q for q in detection.questions if q[0] == MAC]
+    asked = [q for q in detection.compare() if q[0] == MAC]
     assert [q[1] for q in asked] == [("subsets", 0, "addresses", 0, "ip")]  # only the moved address of MAC
     unanswered = engine.detect(config, gathered(config, manifests, objects), NOW)
     moved = detection.finish({q: (GitSays.MOVED, "git changed it after the apply") for q in asked})
@@ -80,4 +81,4 @@ def test_the_sidecar_watches_what_detection_reads() -> None:
     config = dataclasses.replace(config, candidates=(*config.candidates, extra))
     read = objects_to_read(config, manifests)
     assert CM in read and ObjectRef("v1", "ConfigMap", "ai", "unrelated-config") not in read
-    assert tracked_refs(Loaded(config, manifests)) == set(read)
+    assert tracked_refs(Loaded(config, manifests, ManifestsSource(ROOT, "asgard", config))) == set(read)

@@ -23,10 +23,13 @@ import pytest
 
 from syncer.sources import kustomize
 from syncer.cache import Caches
+from syncer.config import Config
 from syncer.errors import ConfigError
-from syncer.sources.dispatch import load_source, verified
+from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import GitObject, Manifests
+from syncer.sources.source import Source
 from syncer.model import Action, Direction, Drift, DriftClass, Edit, FileError
+from syncer.writeback.placement import proved
 from syncer.writeback.plan import plan_changes
 from tests.conftest import ROOT
 from tests.helpers import run
@@ -64,18 +67,23 @@ def drift(obj: GitObject, path: tuple[str | int, ...], live: Any, cls: DriftClas
     return Drift(obj.ref, obj.file, path, None, live, Direction.CLUSTER, cls, Action.WRITE, edits=(edit,))
 
 
-def place(manifests: Manifests, obj: GitObject, path: tuple[str | int, ...], live: Any) -> Drift:
-    assert manifests.source_map is not None
-    [placed] = manifests.source_map.place(obj, [drift(obj, path, live)])
+def load_source(repo: Path, installation: str, namespace: str, *,
+                caches: Caches | None = None) -> tuple[Source, Manifests]:
+    """The installation's source and what it loads, as ``sync`` loads them."""
+    source = source_for(repo, installation, Config(installation, namespace=namespace))
+    return source, source.load(caches if caches is not None else Caches())
+
+
+def place(source: Source, obj: GitObject, path: tuple[str | int, ...], live: Any) -> Drift:
+    [placed] = source.place(obj, [drift(obj, path, live)], Caches())
     return placed
 
 
-def write(repo: Path, manifests: Manifests, drifts: list[Drift]) -> tuple[dict[str, list[str]], list[FileError]]:
+def write(repo: Path, source: Source, manifests: Manifests, drifts: list[Drift],
+          installation: str = "midgard") -> tuple[dict[str, list[str]], list[FileError]]:
     """Plan and verify as ``sync`` does: the changed lines per file, and what was refused."""
     aborted: list[FileError] = []
-    changes = plan_changes(repo, "midgard", drifts, manifests.objects, aborted)
-    assert manifests.source_map is not None
-    changes = verified(repo, changes, drifts, manifests.source_map, aborted)
+    _, changes = proved(source, repo, installation, drifts, manifests.objects, aborted, Caches())
     lines = {c.file: [ln for ln in c.unified_diff().splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
              for c in changes}
     return lines, aborted
@@ -84,7 +92,7 @@ def write(repo: Path, manifests: Manifests, drifts: list[Drift]) -> tuple[dict[s
 def test_objects_are_what_kustomize_renders_with_their_origin_files(tmp_path: Path) -> None:
     repo = midgard(tmp_path)
     before = {f: f.read_bytes() for f in repo.rglob("*") if f.is_file()}
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     names = sorted(str(ref) for ref in manifests.objects)
     assert names[0].startswith("ConfigMap/midgard/web-settings-") and len(names[0]) == len("ConfigMap/midgard/web-settings-") + 10
     assert names[1:] == ["Deployment/midgard/web", "Service/midgard/web"]
@@ -100,15 +108,15 @@ def test_objects_are_what_kustomize_renders_with_their_origin_files(tmp_path: Pa
 
 def test_each_field_is_traced_to_the_file_and_position_that_sets_it(tmp_path: Path) -> None:
     repo = midgard(tmp_path)
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     objs = by_kind(manifests)
     dep, cm = objs["Deployment"], objs["ConfigMap"]
     cases = {
-        "replicas": place(manifests, dep, ("spec", "replicas"), 5),
-        "image": place(manifests, dep, CONTAINER + ("image",), "nginx:1.28"),
-        "json6902": place(manifests, dep, CONTAINER + ("env", 0, "value"), "debug"),
-        "base": place(manifests, dep, CONTAINER + ("env", 1, "value"), "8"),
-        "literal": place(manifests, cm, ("data", "GREETING"), "hej"),
+        "replicas": place(source, dep, ("spec", "replicas"), 5),
+        "image": place(source, dep, CONTAINER + ("image",), "nginx:1.28"),
+        "json6902": place(source, dep, CONTAINER + ("env", 0, "value"), "debug"),
+        "base": place(source, dep, CONTAINER + ("env", 1, "value"), "8"),
+        "literal": place(source, cm, ("data", "GREETING"), "hej"),
     }
     assert {k: (d.file, d.action) for k, d in cases.items()} == {
         "replicas": ("hosts/midgard/replicas.yaml", Action.WRITE),
@@ -119,7 +127,7 @@ def test_each_field_is_traced_to_the_file_and_position_that_sets_it(tmp_path: Pa
     }
     assert cases["image"].edits == (Edit(("images", 0, "newTag"), "1.28", doc=0),)
     assert cases["literal"].edits == (Edit(("configMapGenerator", 0, "literals", 0), "GREETING=hej", doc=0),)
-    lines, aborted = write(repo, manifests, list(cases.values()))
+    lines, aborted = write(repo, source, manifests, list(cases.values()))
     assert aborted == []
     assert lines == {
         "hosts/midgard/base/kustomization.yaml": ["-      - GREETING=hello   # shown on the front page",
@@ -134,14 +142,14 @@ def test_each_field_is_traced_to_the_file_and_position_that_sets_it(tmp_path: Pa
 
 def test_what_a_transformer_computes_is_reported_with_the_reason_and_never_written(tmp_path: Path) -> None:
     repo = midgard(tmp_path)
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     objs = by_kind(manifests)
-    namespace = place(manifests, objs["Service"], ("metadata", "namespace"), "elsewhere")
+    namespace = place(source, objs["Service"], ("metadata", "namespace"), "elsewhere")
     assert namespace.action is Action.REPORT and namespace.edits == ()
     assert namespace.reason.startswith("not written: no file sets metadata.namespace: kustomize computes it")
     assert "NamespaceTransformer" in namespace.reason
     # the image's name: images: sets only newTag, so no single place holds the new name
-    renamed = place(manifests, objs["Deployment"], CONTAINER + ("image",), "registry.example/nginx:1.27")
+    renamed = place(source, objs["Deployment"], CONTAINER + ("image",), "registry.example/nginx:1.27")
     assert renamed.action is Action.REPORT and "does not set newName" in renamed.reason
 
 
@@ -154,17 +162,17 @@ def test_replicas_and_newname_fields_of_the_kustomization_and_a_patch_file(tmp_p
         '    newName: mirror.example/nginx\n    newTag: "1.27"\nreplicas:\n  - name: web\n    count: 2  # two\n'))
     (host / "env.yaml").write_text("- op: add\n  path: /spec/template/spec/containers/0/env/-\n"
                                    "  value: {name: EXTRA, value: \"on\"}   # added here\n")
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     dep = by_kind(manifests)["Deployment"]
-    replicas = place(manifests, dep, ("spec", "replicas"), 4)
-    image = place(manifests, dep, CONTAINER + ("image",), "mirror2.example/nginx:1.29")
-    extra = place(manifests, dep, CONTAINER + ("env", 2, "value"), "off")
+    replicas = place(source, dep, ("spec", "replicas"), 4)
+    image = place(source, dep, CONTAINER + ("image",), "mirror2.example/nginx:1.29")
+    extra = place(source, dep, CONTAINER + ("env", 2, "value"), "off")
     assert (replicas.file, replicas.edits) == ("hosts/midgard/kustomization.yaml",
                                                (Edit(("replicas", 0, "count"), 4, doc=0),))
     assert image.edits == (Edit(("images", 0, "newName"), "mirror2.example/nginx", doc=0),
                            Edit(("images", 0, "newTag"), "1.29", doc=0))
     assert (extra.file, extra.edits) == ("hosts/midgard/env.yaml", (Edit((0, "value", "value"), "off", doc=0),))
-    lines, aborted = write(repo, manifests, [replicas, image, extra])
+    lines, aborted = write(repo, source, manifests, [replicas, image, extra])
     assert aborted == [], aborted
     assert lines["hosts/midgard/env.yaml"] == ['-  value: {name: EXTRA, value: "on"}   # added here',
                                                '+  value: {name: EXTRA, value: "off"}   # added here']
@@ -180,11 +188,11 @@ def test_an_edit_that_does_not_render_the_live_value_is_not_written(tmp_path: Pa
     host = repo / "hosts" / "midgard"
     (host / "kustomization.yaml").write_text((host / "kustomization.yaml").read_text()
                                              + "labels:\n  - pairs: {app: web}\n")
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     dep = by_kind(manifests)["Deployment"]
-    label = place(manifests, dep, ("metadata", "labels", "app"), "shop")
+    label = place(source, dep, ("metadata", "labels", "app"), "shop")
     assert label.file == "hosts/midgard/base/web.yaml" and label.action is Action.WRITE
-    lines, aborted = write(repo, manifests, [label])
+    lines, aborted = write(repo, source, manifests, [label])
     assert lines == {}
     assert [e.file for e in aborted] == ["hosts/midgard/base/web.yaml"]
     assert "not written: Deployment/midgard/web metadata.labels.app: the edited kustomization renders 'web', " \
@@ -195,14 +203,14 @@ def test_a_render_is_made_again_only_when_a_file_of_the_tree_changed(tmp_path: P
     repo = midgard(tmp_path)
     settle(repo)
     caches = Caches()
-    first = load_source(repo, "midgard", "default", caches=caches)
+    _, first = load_source(repo, "midgard", "default", caches=caches)
     assert caches.counters()["renders"] == (0, 1, 1)  # one render, remembered
-    assert load_source(repo, "midgard", "default", caches=caches) is first
+    assert load_source(repo, "midgard", "default", caches=caches)[1] is first
     assert caches.counters()["renders"] == (1, 1, 1)
     patch = repo / "hosts" / "midgard" / "replicas.yaml"
     patch.write_text(patch.read_text().replace("replicas: 3", "replicas: 4"))
     settle(repo)
-    again = load_source(repo, "midgard", "default", caches=caches)
+    _, again = load_source(repo, "midgard", "default", caches=caches)
     assert caches.counters()["renders"] == (1, 2, 1) and again is not first  # rendered again
     assert by_kind(again)["Deployment"].data["spec"]["replicas"] == 4
 
@@ -291,7 +299,7 @@ def test_urls_in_data_kustomize_never_loads_still_render(tmp_path: Path) -> None
     file = repo / "hosts" / "midgard" / "kustomization.yaml"
     file.write_text(file.read_text() + "commonAnnotations:\n  docs: https://wiki.example/shop\n"
                     "configMapGenerator:\n  - name: links\n    literals:\n      - API=https://api.example/v1\n")
-    rendered = [o.data for o in load_source(repo, "midgard", "default").objects.values()]
+    rendered = [o.data for o in load_source(repo, "midgard", "default")[1].objects.values()]
     assert {o["kind"]: o["metadata"]["annotations"]["docs"] for o in rendered} == {
         "Deployment": "https://wiki.example/shop", "Service": "https://wiki.example/shop",
         "ConfigMap": "https://wiki.example/shop"}
@@ -387,12 +395,12 @@ def test_a_generator_env_file_line_is_written_as_that_line(tmp_path: Path) -> No
     (base / "kustomization.yaml").write_text((base / "kustomization.yaml").read_text().replace(
         "      - CACHE_TTL=300\n", "      - CACHE_TTL=300\n    envs:\n      - web.env\n"))
     (base / "web.env").write_text("# tuning\r\nTHEME=dark\r\nPAGE_SIZE=20\r\n")
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     cm = by_kind(manifests)["ConfigMap"]
-    page = place(manifests, cm, ("data", "PAGE_SIZE"), "50")
+    page = place(source, cm, ("data", "PAGE_SIZE"), "50")
     assert (page.file, page.action, page.edits) == ("hosts/midgard/base/web.env", Action.WRITE,
                                                      (Edit((2,), "PAGE_SIZE=50", doc=-1),))
-    lines, aborted = write(repo, manifests, [page])
+    lines, aborted = write(repo, source, manifests, [page])
     assert aborted == [] and lines == {"hosts/midgard/base/web.env": ["-PAGE_SIZE=20", "+PAGE_SIZE=50"]}
     aborted2: list[FileError] = []
     [change] = plan_changes(repo, "midgard", [page], manifests.objects, aborted2)
@@ -411,15 +419,13 @@ def test_an_installation_of_a_base_and_overlays_renders_the_overlay_no_other_inc
     shutil.copy(src / "replicas.yaml", prod)
     (prod / "kustomization.yaml").write_text((src / "kustomization.yaml").read_text().replace("  - base\n",
                                                                                           "  - ../../base\n"))
-    manifests = load_source(repo, "shop", "default")
+    source, manifests = load_source(repo, "shop", "default")
     dep = by_kind(manifests)["Deployment"]
     assert dep.file == "hosts/shop/base/web.yaml" and dep.data["spec"]["replicas"] == 3
-    replicas = place(manifests, dep, ("spec", "replicas"), 6)
+    replicas = place(source, dep, ("spec", "replicas"), 6)
     assert replicas.file == "hosts/shop/overlays/prod/replicas.yaml"
-    aborted: list[FileError] = []
-    changes = verified(repo, plan_changes(repo, "shop", [replicas], manifests.objects, aborted), [replicas],
-                       manifests.source_map, aborted)  # type: ignore[arg-type]
-    assert aborted == [] and [c.file for c in changes] == ["hosts/shop/overlays/prod/replicas.yaml"]
+    lines, aborted = write(repo, source, manifests, [replicas], "shop")
+    assert aborted == [] and list(lines) == ["hosts/shop/overlays/prod/replicas.yaml"]
     # a second overlay nobody includes: which one is applied cannot be told
     shutil.copytree(prod, host / "overlays" / "staging")
     with pytest.raises(ConfigError, match=r"hosts/shop: 2 kustomizations that no other includes "
@@ -433,14 +439,14 @@ def test_an_image_pinned_by_digest_is_written_as_its_digest(tmp_path: Path) -> N
     old, new = "sha256:" + "a" * 64, "sha256:" + "b" * 64
     (host / "kustomization.yaml").write_text((host / "kustomization.yaml").read_text().replace(
         '    newTag: "1.27"   # pinned after the CVE review\n', f"    digest: {old}  # reviewed\n"))
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     dep = by_kind(manifests)["Deployment"]
     assert dep.data["spec"]["template"]["spec"]["containers"][0]["image"] == f"nginx@{old}"
-    pinned = place(manifests, dep, CONTAINER + ("image",), f"nginx@{new}")
+    pinned = place(source, dep, CONTAINER + ("image",), f"nginx@{new}")
     assert pinned.edits == (Edit(("images", 0, "digest"), new, doc=0),)
-    tagged = place(manifests, dep, CONTAINER + ("image",), "nginx:1.28")  # a tag where the entry pins a digest
+    tagged = place(source, dep, CONTAINER + ("image",), "nginx:1.28")  # a tag where the entry pins a digest
     assert tagged.action is Action.REPORT and tagged.edits == () and "images: entry 'nginx'" in tagged.reason
-    lines, aborted = write(repo, manifests, [pinned])
+    lines, aborted = write(repo, source, manifests, [pinned])
     assert aborted == [] and lines == {"hosts/midgard/kustomization.yaml": [f"-    digest: {old}  # reviewed",
                                                                             f"+    digest: {new}  # reviewed"]}
 
@@ -451,12 +457,11 @@ def test_a_secret_generator_is_never_written_and_its_values_never_quoted(tmp_pat
     (base / "kustomization.yaml").write_text((base / "kustomization.yaml").read_text()
                                              + "secretGenerator:\n  - name: web-db\n    literals:\n"
                                                "      - DB_PASSWORD=hunter2\n")
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     secret = by_kind(manifests)["Secret"]
     d = replace(drift(secret, ("data", "DB_PASSWORD"), "‹secret sha256:0123abcd›"), action=Action.REPORT,
                 reason="Secret: never written", edits=())
-    assert manifests.source_map is not None
-    [placed] = manifests.source_map.place(secret, [d])
+    [placed] = source.place(secret, [d], Caches())
     assert (placed.file, placed.action, placed.edits, placed.reason) == (
         "hosts/midgard/base/kustomization.yaml", Action.REPORT, (), "Secret: never written")
 
@@ -493,16 +498,49 @@ def test_a_place_that_sets_more_than_the_drifted_value_is_not_written(tmp_path: 
     (base / "worker.yaml").write_text((base / "web.yaml").read_text().replace("name: web\n", "name: worker\n", 1))
     (base / "kustomization.yaml").write_text((base / "kustomization.yaml").read_text().replace(
         "  - web.yaml\n", "  - web.yaml\n  - worker.yaml\n"))
-    manifests = load_source(repo, "midgard", "default")
+    source, manifests = load_source(repo, "midgard", "default")
     web = next(o for r, o in manifests.objects.items() if r.name == "web" and r.kind == "Deployment")
-    image = place(manifests, web, CONTAINER + ("image",), "nginx:1.28")
+    image = place(source, web, CONTAINER + ("image",), "nginx:1.28")
     assert image.file == "hosts/midgard/kustomization.yaml" and image.action is Action.WRITE
-    lines, aborted = write(repo, manifests, [image])
+    lines, aborted = write(repo, source, manifests, [image])
     assert lines == {}
     assert [e.message for e in aborted] == [
         "hosts/midgard/kustomization.yaml: not written: the edit would also change Deployment/midgard/worker "
         "spec.template.spec.containers[0].image (that place sets more than the drifted value)"]
     # web's own base value is set for web alone: written
-    env = place(manifests, web, CONTAINER + ("env", 1, "value"), "8")
-    lines, aborted = write(repo, manifests, [env])
+    env = place(source, web, CONTAINER + ("env", 1, "value"), "8")
+    lines, aborted = write(repo, source, manifests, [env])
     assert aborted == [] and list(lines) == ["hosts/midgard/base/web.yaml"]
+
+
+def test_a_refused_edit_never_blocks_another_edit_of_the_same_file(tmp_path: Path) -> None:
+    """``images:`` sets the tag of two Deployments (the image edit of one is refused); the JSON
+    6902 patch in the same kustomization.yaml sets web's log level alone: it is written."""
+    repo = midgard(tmp_path)
+    base = repo / "hosts" / "midgard" / "base"
+    (base / "worker.yaml").write_text((base / "web.yaml").read_text().replace("name: web\n", "name: worker\n", 1))
+    (base / "kustomization.yaml").write_text((base / "kustomization.yaml").read_text().replace(
+        "  - web.yaml\n", "  - web.yaml\n  - worker.yaml\n"))
+    source, manifests = load_source(repo, "midgard", "default")
+    web = next(o for r, o in manifests.objects.items() if r.name == "web" and r.kind == "Deployment")
+    image = place(source, web, CONTAINER + ("image",), "nginx:1.28")
+    level = place(source, web, CONTAINER + ("env", 0, "value"), "debug")
+    assert image.file == level.file == "hosts/midgard/kustomization.yaml"
+    lines, aborted = write(repo, source, manifests, [image, level])
+    assert lines == {"hosts/midgard/kustomization.yaml": ["-        value: warn", "+        value: debug"]}
+    assert [e.message for e in aborted] == [
+        "hosts/midgard/kustomization.yaml: not written: the edit would also change Deployment/midgard/worker "
+        "spec.template.spec.containers[0].image (that place sets more than the drifted value)"]
+
+
+def test_the_same_edit_of_the_same_tree_is_rendered_once(tmp_path: Path) -> None:
+    repo = midgard(tmp_path)
+    settle(repo)
+    caches = Caches()
+    source, manifests = load_source(repo, "midgard", "default", caches=caches)
+    replicas = place(source, by_kind(manifests)["Deployment"], ("spec", "replicas"), 5)
+    runs = kustomize.render.RUNS[0]
+    for _ in range(3):  # the sidecar plans a held drift every pass
+        _, changes = proved(source, repo, "midgard", [replicas], manifests.objects, [], caches)
+        assert [c.file for c in changes] == ["hosts/midgard/replicas.yaml"]
+    assert kustomize.render.RUNS[0] - runs == 1

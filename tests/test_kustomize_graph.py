@@ -15,9 +15,13 @@ from typing import Any
 
 import pytest
 
+from syncer.cache import Caches
+from syncer.config import Config
 from syncer.model import Action, Direction, Drift, DriftClass, Edit
-from syncer.sources.dispatch import load_source, verify_each
+from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import GitObject, Manifests
+from syncer.sources.source import Source
+from syncer.writeback.placement import proved
 from tests.conftest import ROOT
 
 from tests.test_kustomize import KUBECTL, _real_kubectl  # noqa: F401  (the fixture: the real kubectl)
@@ -44,24 +48,38 @@ def tree(tmp_path: Path, files: dict[str, str]) -> Path:
     return repo
 
 
-def obj(manifests: Manifests, kind: str, name: str) -> GitObject:
-    found = [o for r, o in manifests.objects.items() if r.kind == kind and (r.name == name or r.name.startswith(name + "-"))]
-    assert len(found) == 1, sorted(str(r) for r in manifests.objects)
+class Loaded:
+    """The installation's source and what it loaded, as ``sync`` has them."""
+
+    def __init__(self, repo: Path, namespace: str) -> None:
+        self.source: Source = source_for(repo, "t", Config("t", namespace=namespace))
+        self.manifests: Manifests = self.source.load(Caches())
+        self.objects = self.manifests.objects
+
+
+def load(repo: Path, namespace: str) -> Loaded:
+    return Loaded(repo, namespace)
+
+
+def obj(m: Loaded, kind: str, name: str) -> GitObject:
+    found = [o for r, o in m.objects.items() if r.kind == kind and (r.name == name or r.name.startswith(name + "-"))]
+    assert len(found) == 1, sorted(str(r) for r in m.objects)
     return found[0]
 
 
-def placed(manifests: Manifests, o: GitObject, path: tuple[str | int, ...], live: Any) -> Drift:
+def placed(m: Loaded, o: GitObject, path: tuple[str | int, ...], live: Any) -> Drift:
     drift = Drift(o.ref, o.file, path, None, live, Direction.CLUSTER, DriftClass.VALUE, Action.WRITE,
                   edits=(Edit(path, live),))
-    assert manifests.source_map is not None
-    [out] = manifests.source_map.place(o, [drift])
+    [out] = m.source.place(o, [drift], Caches())
     return out
 
 
-def written(repo: Path, manifests: Manifests, drifts: list[Drift]) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
+def written(repo: Path, m: Loaded, drifts: list[Drift]) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
     """What ``sync`` writes: the changed lines per file, and the refused drifts (path, reason)."""
-    assert manifests.source_map is not None
-    changes, refused = verify_each(repo, "t", drifts, manifests.objects, manifests.source_map)
+    refused: list[tuple[Drift, str]] = []
+    aborted: list[Any] = []
+    _, changes = proved(m.source, repo, "t", drifts, m.objects, aborted, Caches(), refused)
+    assert aborted == []
     lines = {c.file: [ln for ln in c.unified_diff().splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
              for c in changes}
     return lines, [(d.path_text, why) for d, why in refused]
@@ -71,7 +89,7 @@ def test_components_set_replicas_strategy_and_image_of_a_base_object(tmp_path: P
     """metrics-server's release-ha overlay: a component's patch sets replicas and the rollout
     strategy, another component's ``images:`` the image; the base's own values are overridden."""
     repo = layout(tmp_path, "metrics-server", "resources:\n  - overlays/release-ha\n")
-    m = load_source(repo, "t", "kube-system")
+    m = load(repo, "kube-system")
     dep = obj(m, "Deployment", "metrics-server")
     drifts = [placed(m, dep, ("spec", "replicas"), 3),
               placed(m, dep, C0 + ("image",), "registry.k8s.io/metrics-server/metrics-server:v0.8.2"),
@@ -95,7 +113,7 @@ def test_two_overlays_with_a_patch_file_of_the_same_name_are_never_confused(tmp_
     """kustomize's helloWorld with both overlays applied: each variant's ConfigMap value is in
     its own overlay's map.yaml; the base's replicas, shared by both, is no single line."""
     repo = layout(tmp_path, "kustomize-helloworld", "resources:\n  - overlays/dev\n  - overlays/stg-secondary\n")
-    m = load_source(repo, "t", "default")
+    m = load(repo, "default")
     dev, stg = obj(m, "ConfigMap", "dev-the-map"), obj(m, "ConfigMap", "stg-secondary-the-map")
     a = placed(m, dev, ("data", "altGreeting"), "Welcome back to dev!")
     b = placed(m, stg, ("data", "enableRisky"), "false")
@@ -116,7 +134,7 @@ def test_an_overlay_patch_that_repeats_the_base_is_the_place_kustomize_applied_l
     text: the live edit goes into the overlay's copy, not the base's; the env file line, the
     base's images: and a component's label patch on the way."""
     repo = layout(tmp_path, "kubeflow-centraldashboard", "resources:\n  - overlays/kserve\n")
-    m = load_source(repo, "t", "kubeflow")
+    m = load(repo, "kubeflow")
     config = obj(m, "ConfigMap", "dashboard-config")
     settings = placed(m, config, ("data", "settings"), '{\n  "DASHBOARD_FORCE_IFRAME": false\n}')
     params = placed(m, obj(m, "ConfigMap", "dashboard-parameters"), ("data", "COLLECT_METRICS"), "false")
@@ -143,12 +161,12 @@ def test_inline_json6902_of_a_component_two_edits_of_one_patch_and_a_shell_varia
     top = ("resources:\n- base/frontend.yaml\n- base/loadgenerator.yaml\ncomponents:\n- components/custom-base-url\n"
            "- components/blackfriday-week1-loadtest\n")
     repo = layout(tmp_path, "microservices-demo", top)
-    m = load_source(repo, "t", "default")
-    front, load = obj(m, "Deployment", "frontend"), obj(m, "Deployment", "loadgenerator")
+    m = load(repo, "default")
+    front, loadgen = obj(m, "Deployment", "frontend"), obj(m, "Deployment", "loadgenerator")
     drifts = [placed(m, front, C0 + ("env", 10, "value"), "/shop"),
               placed(m, front, C0 + ("readinessProbe", "httpGet", "path"), "/shop/_healthz"),
-              placed(m, load, C0 + ("env", 0, "value"), "500"),
-              placed(m, load, ("spec", "template", "spec", "initContainers", 0, "env", 0, "value"), "frontend:8080")]
+              placed(m, loadgen, C0 + ("env", 0, "value"), "500"),
+              placed(m, loadgen, ("spec", "template", "spec", "initContainers", 0, "env", 0, "value"), "frontend:8080")]
     lines, refused = written(repo, m, drifts)
     assert refused == []
     assert lines == {
@@ -221,7 +239,7 @@ SMALL = {
 
 def test_generator_sources_merge_a_patch_of_the_generated_map_and_components_of_components(tmp_path: Path) -> None:
     repo = tree(tmp_path, SMALL)
-    m = load_source(repo, "t", "default")
+    m = load(repo, "default")
     conf, web = obj(m, "ConfigMap", "web-conf"), obj(m, "Deployment", "web")
     cases = {
         "file": placed(m, conf, ("data", "nginx.conf"), "server {\n    listen 8080;\n    proxy_pass http://backend:8080;\n}\n"),
@@ -256,7 +274,7 @@ def test_a_failed_edit_is_refused_with_its_reason_and_the_others_in_its_file_are
     files["kustomization.yaml"] = files["kustomization.yaml"].rstrip(" ") + "        labels:\n          - pairs: {tier: web}\n"
     files["base/web.yaml"] = files["base/web.yaml"].replace("metadata: {name: web}", "metadata: {name: web, labels: {tier: web}}")
     repo = tree(tmp_path, files)
-    m = load_source(repo, "t", "default")
+    m = load(repo, "default")
     web = obj(m, "Deployment", "web")
     label = placed(m, web, ("metadata", "labels", "tier"), "shop")
     replicas = placed(m, web, ("spec", "replicas"), 4)
@@ -284,7 +302,7 @@ def test_a_diamond_of_bases_is_read_once_per_directory(tmp_path: Path) -> None:
     root = read_tree(repo / "hosts" / "t", repo)
     assert len(walk(root)) == 32
     with pytest.raises(ConfigError, match="kustomize build failed"):
-        load_source(repo, "t", "default")
+        load(repo, "default")
     assert time.monotonic() - t0 < 30
 
 
@@ -299,7 +317,7 @@ def test_an_alias_bomb_in_a_kustomization_is_one_line_not_a_hang(tmp_path: Path)
                            "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
     with pytest.raises(ConfigError, match=r"^hosts/t/kustomization.yaml: line 7: a YAML alias \(\*a0\) in a "
                                           r"kustomization: not read"):
-        load_source(repo, "t", "default")
+        load(repo, "default")
 
 
 def test_a_generator_file_too_large_to_apply_is_refused_before_kustomize_reads_it(tmp_path: Path) -> None:
@@ -310,7 +328,7 @@ def test_a_generator_file_too_large_to_apply_is_refused_before_kustomize_reads_i
         fh.truncate(100 * 1024 * 1024)  # sparse: 100 MB without writing them
     with pytest.raises(ConfigError, match=r"^hosts/t/big.txt: larger than 1 MiB: not rendered \(a configMapGenerator "
                                           r"source; a ConfigMap or Secret holds at most 1 MiB\)$"):
-        load_source(repo, "t", "default")
+        load(repo, "default")
 
 
 def test_a_render_larger_than_the_limit_is_one_error_not_read_into_memory(tmp_path: Path,
@@ -323,7 +341,7 @@ def test_a_render_larger_than_the_limit_is_one_error_not_read_into_memory(tmp_pa
                   for i in range(40))
     repo = tree(tmp_path, {"kustomization.yaml": "resources: [cms.yaml]\n", "cms.yaml": cms})
     with pytest.raises(ConfigError, match=r"^hosts/t: kustomize renders more than 4 KiB of objects: not read"):
-        load_source(repo, "t", "default")
+        load(repo, "default")
 
 
 def test_a_file_generated_secret_is_compared_as_bytes_not_as_kustomizes_wrapped_text(tmp_path: Path) -> None:
@@ -338,7 +356,7 @@ def test_a_file_generated_secret_is_compared_as_bytes_not_as_kustomizes_wrapped_
     repo = tree(tmp_path, {"kustomization.yaml": "secretGenerator:\n  - name: tls\n    files: [cert.pem]\n",
                            "cert.pem": cert,
                            "syncer.conf": "installation: t\nnamespace: web\ntrack:\n  Secret: report\n"})
-    m = load_source(repo, "t", "web")
+    m = load(repo, "web")
     secret = obj(m, "Secret", "tls")
     assert "\n" in secret.data["data"]["cert.pem"].strip()  # wrapped, as kustomize renders it
     live = {"apiVersion": "v1", "kind": "List", "items": [{
@@ -362,7 +380,7 @@ def test_trailing_tabs_are_read_and_kept_as_kubectl_reads_them(tmp_path: Path) -
              "cm.yaml": "apiVersion: v1\t\nkind: ConfigMap\nmetadata:\t\n  name: tabs\ndata:\n"
                         "  MODE: \"fast\"\t# tuned\n  LIST: |\n    a\t\n    b\n  LEVEL:\t\"1\" \t\n"}
     repo = tree(tmp_path, files)
-    m = load_source(repo, "t", "default")
+    m = load(repo, "default")
     cm = obj(m, "ConfigMap", "tabs")
     assert cm.data["data"] == {"MODE": "fast", "LIST": "a\t\nb\n", "LEVEL": "1"}
     lines, refused = written(repo, m, [placed(m, cm, ("data", "LEVEL"), "2"), placed(m, cm, ("data", "MODE"), "slow")])

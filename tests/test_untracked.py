@@ -199,6 +199,7 @@ def test_a_kind_the_account_may_not_list_is_one_warning_naming_the_grant(tmp_pat
     from syncer.kube import Refused
     from syncer.writeback.deliver import Loaded, with_untracked
     from syncer.sources.manifests import Manifests
+    from syncer.sources.plain import ManifestsSource
     from syncer.model import Result
 
     class Partial:
@@ -214,7 +215,8 @@ def test_a_kind_the_account_may_not_list_is_one_warning_naming_the_grant(tmp_pat
             return [_obj(kind, "made-live")]
 
     config = _cfg("untracked: report\n")
-    out = with_untracked(Loaded(config, Manifests({}, ())), Result("t"), Partial())
+    out = with_untracked(Loaded(config, Manifests({}, ()), ManifestsSource(Path("."), "t", config)), Result("t"),
+                         Partial())
     assert [(d.ref.kind, d.ref.name) for d in out.drifts] == [("ConfigMap", "made-live")]
     assert [w.message for w in out.warnings] == [
         "untracked: cannot list Secret in ns (secrets is forbidden: cannot list resource \"secrets\"): grant list on "

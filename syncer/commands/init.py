@@ -11,15 +11,19 @@ from typing import Any, TextIO
 
 from syncer import clients
 from syncer.commands import EXIT_OK, checkout
-from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, parse_config
+from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config, parse_config
 from syncer.errors import ClusterError, ConfigError
-from syncer.sources.dispatch import is_rendered, load_source
-from syncer.grants import installation_values
+from syncer.cache import Caches
+from syncer.config import Config
+from syncer.sources.dispatch import source_for
+from syncer.gather.collect import live_reads
+from syncer.grants import chart_values
 from syncer.kube import context_namespace
 from syncer.kube.lists import named_items
 from syncer.gather.live import KubeSource, LiveSource, SnapshotSource
 from syncer.sources.manifests import default_installation, host_dir, parse_documents
 from syncer.model import ObjectRef
+from syncer.writeback.deliver import load_installation
 from syncer.commands.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
 
 
@@ -58,15 +62,18 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             raise ConfigError(f"hosts/{installation}/{existing.name} exists; not overwritten (--force replaces it)")
 
     # Namespaces first (manifests without one count for none), then the objects in that namespace.
-    # A kustomization: what kustomize renders (namespaces, kinds), not its files.
-    ns_answer = infer_namespace(load_source(repo, installation, "").objects, args.namespace,
+    # What the source declares (a render's namespaces and kinds, not its files).
+    caches = Caches()
+    declared = source_for(repo, installation, Config(installation, namespace="")).load(caches)
+    ns_answer = infer_namespace(declared.objects, args.namespace,
                                 SnapshotSource([Path(f) for f in args.live_file], "").objects if args.live_file else (),
                                 None if args.namespace else context_namespace(args.kubeconfig, args.context,
                                                                                read_yaml=parse_documents))
-    if is_rendered(repo, installation) and not args.namespace:
-        ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", " objects kustomize renders"))
+    declaring = source_for(repo, installation, Config(installation, namespace=ns_answer[0]))
+    if not args.namespace:
+        ns_answer = (ns_answer[0], ns_answer[1].replace(" manifests", f" {declaring.declares}"))
     namespace = ns_answer[0]
-    manifests = load_source(repo, installation, namespace)
+    manifests = declaring.load(caches)
     git = {ref: obj.data for ref, obj in manifests.objects.items()}
     for err in manifests.errors:
         stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")
@@ -107,3 +114,24 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
                  "--chart-values prints them again):\n")
     stdout.write("".join(f"  {line}\n" for line in installation_values(repo, installation, args.namespace).splitlines()))
     return EXIT_OK
+
+
+def installation_values(repo: Path, installation: str, namespace: str | None) -> str:
+    """The chart's ``tracked:`` values for what the installation's config reads (``syncer.grants``)."""
+
+    config = load_config(host_dir(repo, installation), installation, namespace=namespace)
+    loaded = load_installation(repo, installation, config)
+    values = chart_values(live_reads(loaded.config, loaded.manifests), config.namespace)
+    head = (f"# syncer's Role for hosts/{installation}: get/list/watch on exactly what its config reads "
+            f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")
+    tail = "".join(f"# not covered: {ref} is outside namespace {config.namespace} (the chart's Role is namespaced)\n"
+                   for ref in values.elsewhere)
+    objects = loaded.manifests.objects
+    generated = sorted({f"{objects[ref].generator}-<hash>" for ref in live_reads(loaded.config, loaded.manifests)
+                        if ref in objects and objects[ref].generator and ref.namespace == config.namespace})
+    if generated:
+        tail += (f"# {', '.join(generated)}: named by kustomize after its content, so a new content is a new name,\n"
+                 "# which a Role by names cannot follow: rbac.watchKinds lists and watches the kind instead, and\n"
+                 "# syncer finds the new name (or, before it is applied, the old one) by its generator.\n"
+                 "rbac:\n  watchKinds: true\n")
+    return head + values.text + tail

@@ -92,11 +92,21 @@ def is_mirrored(obj: Mapping[str, Any] | None) -> bool:
     return _labels(obj).get(MANAGED_BY_LABEL) == MIRROR_CONTROLLER
 
 
-@functools.lru_cache(maxsize=65_536)
 def canonical(address: str) -> str:
     """One spelling per address: IPs compressed (``2001:db8::1``), names lower-case without a final dot.
 
-    Remembered by string: every pass of the sidecar spells the same addresses again."""
+    Remembered by string (every pass of the sidecar spells the same addresses again), for an
+    address as long as a DNS name can be: a pure function of a short string, so at most
+    65,536 entries of ``_SHORT_ADDRESS`` characters whatever a snapshot or a manifest holds."""
+    return _canonical(address) if len(address) <= _SHORT_ADDRESS else _canonical.__wrapped__(address)
+
+
+#: The longest address remembered: a DNS name is at most 253 characters (and a little space around it).
+_SHORT_ADDRESS = 256
+
+
+@functools.lru_cache(maxsize=65_536)
+def _canonical(address: str) -> str:
     text = address.strip()
     try:
         return str(ipaddress.ip_address(text))

@@ -7,20 +7,19 @@ Kubernetes server sends is refused where it is read (``bounds``, ``ConfigError``
 exception is a bug, and raised.
 
 Git's history is asked only about the values whose direction it decides, which comparing
-tells: a ``Detection`` compares, names its ``questions``, and ``finish`` judges again the
-objects that asked, with the answers (``gather.detect_live`` asks git in between).
+tells: ``Detection.compare`` compares and names its ``questions``, and ``finish`` judges again
+the objects that asked, with the answers (``gather.detect_live`` asks git in between).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from syncer.detect import bases, classify, endpoints, ownership
 from syncer.detect.binding import Binding, Reads, address_drift, nothing_to_pick
-from syncer.sources import templating
+from syncer import templating
 from syncer.bounds import check_nodes
 from syncer.cache import Caches, by_identity
 from syncer.config import Config
@@ -38,14 +37,7 @@ from syncer.detect.secretpolicy import judge_secrets, secret_mask
 from syncer.detect.values import describe_change
 
 
-@functools.lru_cache(maxsize=8)
-def _appliers(names: tuple[str, ...]) -> frozenset[str]:
-    """One frozenset per config: every memo key below holds it (a copy per object was 3.5 MiB
-    at 5,000 objects, issue #24)."""
-    return frozenset(names)
-
-
-def _evidence(obj: GitObject, live: JSON, config: Config, inputs: Inputs, caches: Caches,
+def _evidence(obj: GitObject, live: JSON, appliers: frozenset[str], inputs: Inputs, caches: Caches,
               answers: Mapping[Question, Answer] | None, asked: list[Question]) -> tuple[bases.Evidence, str]:
     """Every base known for one object, and a note when the last-applied annotation is set aside.
 
@@ -55,8 +47,8 @@ def _evidence(obj: GitObject, live: JSON, config: Config, inputs: Inputs, caches
     record of the whole object from moving on.
 
     A question to git's history not in ``answers`` (None: no history) is no answer, and added
-    to ``asked``."""
-    appliers = _appliers(tuple(config.appliers))
+    to ``asked``. ``appliers``: one frozenset per detection, held by every memo key below (a
+    copy per object was 3.5 MiB at 5,000 objects)."""
     snapshots: list[tuple[str, JSON]] = []
     applied, note = (by_identity(caches.last_applied, (live,), appliers,
                                  lambda: ownership.trusted_last_applied(live, appliers))
@@ -74,7 +66,7 @@ def _evidence(obj: GitObject, live: JSON, config: Config, inputs: Inputs, caches
         return ownership.direction_by_owner(live, live_path, appliers)
 
     def git_history(path: Path) -> Answer:
-        if answers is None or obj.rendered:  # a rendered field's history is not its object file's
+        if answers is None:
             return None
         when = ownership.last_apply_time(live, appliers)
         if when is None:
@@ -155,9 +147,10 @@ class _Compared:
 
 def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidence,
              binding: Binding | None, observed_since: datetime | None, note: str,
-             caches: Caches | None, unstored: list[str]) -> _Compared | None:
-    """One object's differences (None: none); ``caches``: remember them by identity. The fields
-    git declares that the server did not store are not differences: one note each into ``unstored``."""
+             caches: Caches, memo: bool, unstored: list[str]) -> _Compared | None:
+    """One object's differences (None: none); ``memo``: remember them by identity in ``caches``
+    (where the judgements of texts are remembered in any case). The fields git declares that the
+    server did not store are not differences: one note each into ``unstored``."""
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name, live.get("metadata"))
     git = normalize(obj.data)
@@ -165,7 +158,7 @@ def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidenc
     # keys only live count where a person wrote them (the rule for items added live, below)
     by_person = ownership.moved_by(live, appliers, lambda who: ownership.added_by_person(who, appliers))
     unowned = not (live.get("metadata") or {}).get("managedFields")
-    if caches is not None:  # a copy: the readiness diffs below extend it
+    if memo:  # a copy: the readiness diffs below extend it
         diffs = list(by_identity(caches.compared, (obj.data, live), (ref.kind, ignore, appliers),
                                  lambda: compare(ref.kind, git, normalize(live), ignore, by_person, unowned)))
     else:
@@ -186,7 +179,8 @@ def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidenc
         if moved and nothing_to_pick(ref.kind, obj.data, live, binding):
             moved = []
     patterns = (*DEFAULT_SECRET_PATTERNS, *config.secret_keys)
-    return _Compared(obj, live, evidence, note, binding, moved, judge_secrets(ref.kind, diffs, patterns, git, live_n),
+    return _Compared(obj, live, evidence, note, binding, moved, judge_secrets(ref.kind, diffs, patterns, git, live_n,
+                                                                                   caches=caches),
                      observed_since, bool(dropped))
 
 
@@ -199,7 +193,7 @@ def _verdicts(c: _Compared) -> tuple[bases.Verdict | None, list[bases.Verdict]]:
 
 
 def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Verdict | None,
-            verdicts: list[bases.Verdict]) -> list[Drift]:
+            verdicts: list[bases.Verdict], caches: Caches) -> list[Drift]:
     """The drifts of one object's differences, with who moved at each."""
     obj, live, note = c.obj, c.live, c.note
     ref = obj.ref
@@ -236,7 +230,7 @@ def _drifts(c: _Compared, config: Config, now: datetime, moved_verdict: bases.Ve
             who = f"by {manager}" if manager else "by an unknown manager (no managedFields entry)"
             action, reason = Action.REPORT, f"{what} added live {who}, not by a person: never written"
         git_v, live_v = (secret_mask(fd.git), secret_mask(fd.live)) if secret else (fd.git, fd.live)
-        detail = "secret value differs" if secret else describe_change(git_v, live_v)
+        detail = "secret value differs" if secret else describe_change(git_v, live_v, caches)
         edit = None if secret else _edit_for(fd)
         out.append(Drift(ref, obj.file, fd.path, git_v, live_v, dirn, fd.cls, action, manager, when, detail,
                          reason, (edit,) if edit else (), base=verdict.base, base_why=verdict.why, base_note=note))
@@ -276,11 +270,12 @@ class _Found:
 
 
 class Detection:
-    """One detection of ``inputs`` at ``now``. Comparing every tracked object tells which values
-    git's history must decide: ``questions``. ``finish`` judges the differences of the objects
-    that asked with the answers and gives the ``Result``. Per-object problems become
-    ``errors``, not exceptions; an API server that could not be reached at all was raised by
-    ``gather``."""
+    """One detection of ``inputs`` at ``now``, in two steps. ``compare`` compares every tracked
+    object and tells which values git's history must decide (``questions``); ``finish`` judges
+    the differences of the objects that asked with the answers and gives the ``Result``.
+    Per-object problems become ``errors``, not exceptions; an API server that could not be
+    reached at all was raised by ``gather``. Nothing here reads a file, the network or a clock:
+    what it remembers is in ``caches``."""
 
     def __init__(self, config: Config, inputs: Inputs, now: datetime, caches: Caches | None = None) -> None:
         manifests = inputs.manifests
@@ -296,6 +291,16 @@ class Detection:
         self._answers: dict[Question, Answer] | None = None if inputs.history is None else dict(inputs.history)
         self._waiting: dict[int, _Compared] = {}  # objects whose differences wait for git's history
         self._places: dict[int, tuple[int, ...]] = {}  # ... and where their findings go
+        self.appliers = frozenset(self.config.appliers)
+        self._compared = False
+
+    def compare(self) -> list[Question]:
+        """Compare every tracked object (once): the findings so far, and the questions to git's
+        history whose answers ``finish`` needs."""
+        if self._compared:
+            return self.questions
+        self._compared = True
+        inputs = self.inputs
         reused = 0
         readable = inputs.reusable and inputs.record_readable
         in_sync, reads, checked = self.tracked.in_sync, inputs.live, self.found.checked
@@ -312,9 +317,12 @@ class Detection:
                 self._places[i] = self.found.sizes()
                 self.questions += [q for q in dict.fromkeys(asked) if q not in self.questions]
         self.caches.compared.served(reused)  # comparisons not made again
+        return self.questions
 
     def finish(self, answers: Mapping[Question, Answer] | None = None) -> Result:
         """The result, with git's ``answers`` to ``questions`` (an unanswered one: no answer)."""
+        if not self._compared:
+            raise RuntimeError("Detection.finish before compare")
         found = self.found
         if self._waiting:
             if self._answers is not None:
@@ -363,9 +371,9 @@ class Detection:
             check_shape(live)
             binding = family.binding(obj, live, config, inputs.live, manifests, self.cache) if in_family else None
             since = inputs.observed_since.get(ref)
-            evidence, note = _evidence(obj, live, config, inputs, self.caches, self._answers, asked)
+            evidence, note = _evidence(obj, live, self.appliers, inputs, self.caches, self._answers, asked)
             unstored: list[str] = []
-            compared = _compare(obj, live, config, evidence, binding, since, note, self.caches if memo else None,
+            compared = _compare(obj, live, config, evidence, binding, since, note, self.caches, memo,
                                 unstored)
         except (ClusterError, ConfigError) as exc:
             self._cost(ref, obj.file, exc, out)
@@ -390,9 +398,7 @@ class Detection:
         """The drifts of the i-th object's differences into ``out``."""
         ref, obj, _ = self.tracked.items[i]
         try:
-            found = _drifts(compared, self.config, self.now, *verdicts)
-            if found and self.inputs.manifests.source_map is not None:
-                found = self.inputs.manifests.source_map.place(obj, found)  # each field's own file (kustomize)
+            found = _drifts(compared, self.config, self.now, *verdicts, self.caches)
         except (ClusterError, ConfigError) as exc:
             self._cost(ref, obj.file, exc, out)
             return
@@ -438,4 +444,6 @@ def unserved_outcome(exc: Unserved, written: bool) -> tuple[bool, str]:
 def detect(config: Config, inputs: Inputs, now: datetime, caches: Caches | None = None) -> Result:
     """Compare every tracked object of ``inputs`` (git's history answers, if any, in
     ``inputs.history``: an unanswered question is no answer)."""
-    return Detection(config, inputs, now, caches).finish()
+    detection = Detection(config, inputs, now, caches)
+    detection.compare()
+    return detection.finish()

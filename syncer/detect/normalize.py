@@ -139,9 +139,19 @@ def last_applied(live: dict[str, Any]) -> dict[str, Any] | None:
     return normalize(data) if isinstance(data, dict) else None
 
 
-@functools.lru_cache(maxsize=4096)
 def pointer_to_path(pointer: str) -> Path:
-    """JSON pointer ``/spec/replicas`` -> ``("spec", "replicas")``; digits become indexes."""
+    """JSON pointer ``/spec/replicas`` -> ``("spec", "replicas")``; digits become indexes.
+    Remembered for a short pointer (the config's ignore rules are asked for every difference):
+    a pure function of a short string, at most 4,096 entries of ``_SHORT_POINTER`` characters."""
+    return _pointer_to_path(pointer) if len(pointer) <= _SHORT_POINTER else _pointer_to_path.__wrapped__(pointer)
+
+
+#: The longest JSON pointer remembered (a field path of an API object is far shorter).
+_SHORT_POINTER = 512
+
+
+@functools.lru_cache(maxsize=4096)
+def _pointer_to_path(pointer: str) -> Path:
     parts: list[str | int] = []
     for raw in pointer.split("/")[1:]:
         part = raw.replace("~1", "/").replace("~0", "~")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from syncer.cache import Caches
 from syncer.secrets import values
 from syncer.detect.diff import FieldDiff, compare
 from syncer.model import DriftClass, Path, format_path
@@ -95,7 +96,7 @@ def _named_item(fd: FieldDiff, git_doc: Any, live_doc: Any, patterns: Sequence[s
 
 
 def looks_secret(kind: str, fd: FieldDiff, patterns: Sequence[str], git_doc: Any = None,
-                  live_doc: Any = None) -> str | None:
+                  live_doc: Any = None, *, caches: Caches | None = None) -> str | None:
     """Why the difference ``fd`` looks like a secret (never copied, never shown), else None:
     a secret-looking key of a ConfigMap's data or of annotations/labels, the value of a list
     item with a secret-looking name, or a secret inside the value (``values.judge``)."""
@@ -106,31 +107,34 @@ def looks_secret(kind: str, fd: FieldDiff, patterns: Sequence[str], git_doc: Any
         return why
     # inside the value: a credential's shape, a file's secret key, binaryData decoded (``secrets``)
     binary = kind == "ConfigMap" and path[:1] == ("binaryData",)
-    return values.judge(fd.live, patterns, binary=binary) or values.judge(fd.git, patterns, binary=binary)
+    return (values.judge(fd.live, patterns, binary=binary, caches=caches)
+            or values.judge(fd.git, patterns, binary=binary, caches=caches))
 
 
 def judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str], git_doc: Any = None,
-                   live_doc: Any = None) -> list[tuple[FieldDiff, str | None]]:
+                   live_doc: Any = None, *, caches: Caches | None = None) -> list[tuple[FieldDiff, str | None]]:
     """Each difference with why it looks secret; a whole map added live (ConfigMap data,
     annotations, labels) is judged key by key: its secret keys become differences of their
-    own, the rest stays one."""
+    own, the rest stays one. ``caches``: where the judgements of texts are remembered (None:
+    nowhere)."""
     out: list[tuple[FieldDiff, str | None]] = []
     for fd in fds:
         if keyed_map(kind, fd.path) and isinstance(fd.live, dict) and not isinstance(fd.git, dict):
             keyed = {k: replace(fd, path=fd.path + (k,), git=None, live=v, cls=DriftClass.ADDED,
                                 live_path=fd.where_live + (k,)) for k, v in fd.live.items()}
-            why = {k: looks_secret(kind, one, patterns) for k, one in keyed.items()}
+            why = {k: looks_secret(kind, one, patterns, caches=caches) for k, one in keyed.items()}
             if any(why.values()):
                 rest = {k: v for k, v in fd.live.items() if not why[k]}
                 if rest:
                     out.append((replace(fd, live=rest), None))
                 out += [(keyed[k], w) for k, w in why.items() if w]
                 continue
-        out.append((fd, looks_secret(kind, fd, patterns, git_doc, live_doc)))
+        out.append((fd, looks_secret(kind, fd, patterns, git_doc, live_doc, caches=caches)))
     return out
 
 
-def secret_fields(kind: str, obj: dict[str, Any], patterns: Sequence[str]) -> list[tuple[str, str]]:
+def secret_fields(kind: str, obj: dict[str, Any], patterns: Sequence[str],
+                  caches: Caches | None = None) -> list[tuple[str, str]]:
     """(field, why) of each part of a whole object that looks secret, judged as detection judges a
     difference: as if git declared only the object's identity and a person had added the rest
     live (an untracked object proposed as a new file: ``syncer.writeback.untracked``)."""
@@ -140,4 +144,5 @@ def secret_fields(kind: str, obj: dict[str, Any], patterns: Sequence[str]) -> li
     git: dict[str, Any] = {k: live[k] for k in ("apiVersion", "kind") if k in live}
     git["metadata"] = {**{k: v for k, v in meta.items() if k in ("name", "namespace")}, "labels": {}, "annotations": {}}
     found = compare(kind, git, live, moved_by=lambda _path: True)
-    return [(format_path(fd.path), why) for fd, why in judge_secrets(kind, found, patterns, git, live) if why]
+    return [(format_path(fd.path), why) for fd, why in judge_secrets(kind, found, patterns, git, live, caches=caches)
+            if why]

@@ -10,6 +10,7 @@ import ipaddress
 import json
 import re
 
+from syncer.cache import Caches
 from syncer.secrets import lookalike
 
 #: A DNS name of two labels or more; a fully qualified one may end in its root dot
@@ -65,10 +66,11 @@ def _plain(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
-def describe_change(old: object, new: object) -> str:
+def describe_change(old: object, new: object, caches: Caches | None = None) -> str:
     """A one-line account of how ``old`` became ``new``; a change people cannot see (an
-    invisible or look-alike character, a word mixing scripts) starts by saying so."""
-    note = lookalike.change_note(old, new)
+    invisible or look-alike character, a word mixing scripts) starts by saying so (that note
+    remembered in ``caches`` when given)."""
+    note = lookalike.change_note(old, new, caches)
     told = _describe(old, new)
     return f"{note}: {told}" if note else told
 

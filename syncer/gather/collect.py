@@ -14,7 +14,7 @@ could be compared.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
@@ -28,8 +28,7 @@ from syncer.gather.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
 from syncer.detect.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
 from syncer.gather.live import Lister, LiveSource
-from syncer.sources.kustomize.fields import HASH
-from syncer.sources.manifests import Manifests
+from syncer.sources.manifests import GitObject, Manifests
 from syncer.detect.tracking import tracking
 from syncer.model import Drift, GitSays, ObjectRef, Path, Result, Track
 
@@ -158,6 +157,13 @@ def gather(config: Config, manifests: Manifests, source: LiveSource, caches: Cac
                   {} if history else None, source.immutable, renamed)
 
 
+def _generated_by(name: str, generator: str) -> bool:
+    """Is ``name`` the generator's, with another content hash (ten characters of kustomize's
+    alphabet: hex with 0, 1, 3, a, e swapped for g, h, k, m, t)?"""
+    rest = name[len(generator):]
+    return name.startswith(generator) and len(rest) == 11 and rest[0] == "-" and all(c in "2456789bcdfghkmt" for c in rest[1:])
+
+
 def _generated_renames(source: LiveSource, manifests: Manifests, live: dict[ObjectRef, LiveRead]) -> dict[ObjectRef, str]:
     """For each generated object absent live under the name git renders (kustomize hashes its
     content into the name: a git change not applied yet is a new name), the live object of the
@@ -165,11 +171,11 @@ def _generated_renames(source: LiveSource, manifests: Manifests, live: dict[Obje
     Found by listing the kind in the namespace where the source can (the chart's
     ``rbac.watchKinds``; a Role limited by names cannot list: then it stays absent, or
     unreadable), which also reads a new name the Role does not name; of several, the newest."""
-    source_map = manifests.source_map
-    if source_map is None or not isinstance(source, Lister):
+    if not isinstance(source, Lister):
         return {}
     absent = [ref for ref, read in live.items()
-              if (read is None or isinstance(read, Forbidden)) and source_map.generator_of(ref)]
+              if (read is None or isinstance(read, Forbidden)) and ref in manifests.objects
+              and manifests.objects[ref].generator]
     listed: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     renamed: dict[ObjectRef, str] = {}
     for ref in absent:
@@ -179,14 +185,14 @@ def _generated_renames(source: LiveSource, manifests: Manifests, live: dict[Obje
                 listed[key] = source.list_objects(*key)
             except SyncerError:
                 listed[key] = []
-        want = source_map.generator_of(ref)
+        want = manifests.objects[ref].generator
         exact = [o for o in listed[key] if isinstance(o.get("metadata"), dict) and o["metadata"].get("name") == ref.name]
         if exact:  # a Role that may list the kind but not get this name (rbac.watchKinds)
             live[ref] = exact[0]
             continue
         same = [o for o in listed[key] if isinstance(o.get("metadata"), dict)
                 and isinstance(o["metadata"].get("name"), str) and o["metadata"]["name"] != ref.name
-                and HASH.sub("", o["metadata"]["name"]) == want]
+                and _generated_by(o["metadata"]["name"], want)]
         if not same:
             continue
         newest = max(same, key=lambda o: (str(o["metadata"].get("creationTimestamp") or ""), o["metadata"]["name"]))
@@ -195,13 +201,27 @@ def _generated_renames(source: LiveSource, manifests: Manifests, live: dict[Obje
     return renamed
 
 
-def answer(history: GitHistory, questions: Sequence[Question], manifests: Manifests) -> dict[Question, Answer]:
-    """What git's history says of each question, in order (its time budget is the detection's)."""
+#: Which file's git history tells who changed an object's fields (``Source.history_file``).
+HistoryFile = Callable[[GitObject], "str | None"]
+
+
+def _own_file(obj: GitObject) -> str | None:
+    return obj.file
+
+
+def answer(history: GitHistory, questions: Sequence[Question], manifests: Manifests,
+           history_file: HistoryFile = _own_file) -> dict[Question, Answer]:
+    """What git's history says of each question, in order (its time budget is the detection's);
+    no answer for an object whose fields no one file's history tells of."""
     answers: dict[Question, Answer] = {}
     for question in questions:
         ref, path, applied_at = question
         obj = manifests.objects[ref]
-        said = judge(history.last_change(obj.file, obj.ref, path, applied_at, current=obj.data), applied_at)
+        file = history_file(obj)
+        if file is None:
+            answers[question] = None
+            continue
+        said = judge(history.last_change(file, obj.ref, path, applied_at, current=obj.data), applied_at)
         if said is None and history.trouble:
             said = GitSays.UNREADABLE, f"git's history could not be read: {history.trouble}"
         answers[question] = said
@@ -210,15 +230,18 @@ def answer(history: GitHistory, questions: Sequence[Question], manifests: Manife
 
 def detect_live(config: Config, manifests: Manifests, source: LiveSource, now: datetime, *,
                 store: BaseStore | None = None, observed_since: Mapping[ObjectRef, datetime] | None = None,
-                history: GitHistory | None = None, caches: Caches | None = None) -> Result:
+                history: GitHistory | None = None, history_file: HistoryFile = _own_file,
+                caches: Caches | None = None) -> Result:
     """Gather, detect, ask git's history what comparing asked, and finish: one detection.
 
-    ``caches``: what the installation remembers between passes (the sidecar keeps one; None:
-    a fresh one, nothing to reuse)."""
+    ``history_file``: the file whose history tells of an object's fields (its source's
+    ``history_file``; by default the object's own file). ``caches``: what the installation
+    remembers between passes (the sidecar keeps one; None: a fresh one, nothing to reuse)."""
     caches = caches if caches is not None else Caches()
     inputs = gather(config, manifests, source, caches, store=store, observed_since=observed_since,
                     history=history is not None)
     detection = engine.Detection(config, inputs, now, caches)
-    if history is None or not detection.questions:
+    questions = detection.compare()
+    if history is None or not questions:
         return detection.finish()
-    return detection.finish(answer(history, detection.questions, manifests))
+    return detection.finish(answer(history, questions, manifests, history_file))

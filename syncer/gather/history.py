@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path as FsPath
 from typing import Any
 
-from syncer.cache import Caches
+from syncer.cache import Caches, Lru
 from syncer.errors import SyncerError
 from syncer.kinds import list_items
 from syncer.model import GitSays, ObjectRef, Path
@@ -143,7 +143,9 @@ class GitHistory:
         self._scopes: dict[str, dict[str, list[Version]] | None] = {}
         self._worktree: dict[tuple[str, ObjectRef], Any] = {}
         caches = caches if caches is not None else Caches()
-        self._logs, self._objects = caches.logs, caches.versions
+        #: each file's versions per (repo, HEAD, scope, subject); objects per (blob, ref)
+        self._logs: Lru[tuple[str, str, str, str], dict[str, list[Version]] | None] = caches.logs
+        self._objects: Lru[tuple[str, ObjectRef], object] = caches.versions
 
     def _run(self, args: list[str]) -> str | None:
         if self._deadline is None:

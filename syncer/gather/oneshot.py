@@ -13,8 +13,6 @@ the files plainly declare many objects of begin first, in the background (``list
 from __future__ import annotations
 
 import gc
-import re
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,52 +43,28 @@ def before_exit() -> None:
     gc.freeze()
 
 
-#: Objects of one kind in one namespace from which the plain files' text is looked at for them,
-#: and their LIST begun before the files are parsed (a few objects are read by name anyway).
+#: Objects of one kind in one namespace from which their LIST is begun before the files are
+#: parsed (a few objects are read by name anyway).
 EARLY_FROM = 100
-
-#: A guess needs no exactness (see ``likely_lists``): lines found from a newline, with a C-speed scan.
-_KIND = re.compile(r"\nkind:[ \t]*[\"']?([A-Za-z][A-Za-z0-9]*)")
-_API_VERSION = re.compile(r"\napiVersion:[ \t]*[\"']?([A-Za-z0-9][A-Za-z0-9./-]*)")
-_NAMESPACE = re.compile(r"\n  namespace:[ \t]*[\"']?([a-z0-9][a-z0-9.-]*)")
 
 
 def likely_lists(repo: Path, installation: str, namespace: str | None = None) -> list[tuple[str, str, str]]:
-    """(apiVersion, kind, namespace) of each kind the installation's plain manifest files
-    declare at least ``EARLY_FROM`` objects of in one namespace, tracked, as their text says at
-    a glance: a file's ``kind:`` and ``apiVersion:`` lines in pairs, and its objects in the one
-    namespace its ``  namespace:`` lines name (in the default one without such lines; a file
-    naming several is left out). Only a guess: detection reads what the parsed files declare,
-    and an answer begun for a wrong guess is dropped (``KubeSource.expect``). Nothing for a
-    kustomization (it renders the objects), nor when the config cannot be read (the command
-    says why, later)."""
+    """(apiVersion, kind, namespace) of each tracked kind the installation's source plainly
+    declares at least ``EARLY_FROM`` objects of in one namespace (``Source.likely_lists``: a
+    guess from the files' text; nothing for a source that renders its objects). A wrong guess
+    costs one LIST dropped (``KubeSource.expect``); nothing when the config cannot be read (the
+    command says why, later)."""
     from syncer.config import load_config
-    from syncer.sources.dispatch import is_rendered
-    from syncer.kinds import CLUSTER_SCOPED
-    from syncer.sources.manifests import MAX_FILE_BYTES, host_dir, manifest_files
     from syncer.model import Track
+    from syncer.sources.dispatch import source_for
+    from syncer.sources.manifests import host_dir
 
     try:
-        if is_rendered(repo, installation):
-            return []
         config = load_config(host_dir(repo, installation), installation, namespace=namespace)
-        files = manifest_files(repo, installation)
+        found = source_for(repo, installation, config).likely_lists(EARLY_FROM)
     except (SyncerError, OSError):
         return []
-    counts: Counter[tuple[str, str, str]] = Counter()
-    for path in files:
-        try:
-            if path.is_symlink() or path.stat().st_size > MAX_FILE_BYTES:
-                continue
-            text = "\n" + path.read_bytes().decode("utf-8", "replace")
-        except OSError:
-            continue
-        kinds, versions, spaces = _KIND.findall(text), _API_VERSION.findall(text), set(_NAMESPACE.findall(text))
-        if len(kinds) != len(versions) or len(spaces) > 1:
-            continue
-        ns = spaces.pop() if spaces else config.namespace
-        counts.update((v, k, "" if k in CLUSTER_SCOPED else ns) for v, k in zip(versions, kinds))
-    return [key for key, n in counts.items() if n >= EARLY_FROM and config.track_for(key[1]) is not Track.IGNORE]
+    return [key for key in found if config.track_for(key[1]) is not Track.IGNORE]
 
 
 def list_early(source: object, repo: Path, installation: str, namespace: str | None = None) -> None:

@@ -28,7 +28,7 @@ from collections import Counter
 import re
 import unicodedata
 
-from syncer.cache import TEXT_JUDGEMENTS, Caches, text_key
+from syncer.cache import Caches, text_key
 
 #: Format characters (Cf, Unicode 15), spaces other than U+0020 (Zs), and invisible letters/marks.
 INVISIBLE = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
@@ -128,13 +128,15 @@ def mixed_note(text: str) -> str | None:
     return f"{' and '.join(scripts)} letters in one word: {_named(_foreign(word))}"
 
 
-def change_note(old: object, new: object, caches: Caches = TEXT_JUDGEMENTS) -> str | None:
+def change_note(old: object, new: object, caches: Caches | None = None) -> str | None:
     """What a person must be told about ``old`` becoming ``new`` that the text cannot show.
-    Remembered in ``caches.notes`` (a standing difference is described every pass), keyed by
-    the digests of long texts, never the texts: 1,024 pairs of 1 MiB values would be 2 GiB."""
+    Remembered in ``caches.notes`` when given (a standing difference is described every pass),
+    keyed by the digests of long texts, never the texts: 1,024 pairs of 1 MiB values would be 2 GiB."""
     if not isinstance(new, str) or (new.isascii() and (not isinstance(old, str) or old.isascii())):
         return None
     was = old if isinstance(old, str) else None
+    if caches is None:
+        return _note(was, new)
     key = (None if was is None else text_key(was), text_key(new))
     return caches.notes.get_or(key, lambda: _note(was, new))
 

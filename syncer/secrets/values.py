@@ -39,7 +39,7 @@ from typing import Any
 from syncer.secrets import lookalike
 from syncer.bounds import InputRejected, load_json
 from syncer.secrets.shapes import MAX_TEXT, binary_text, decoded_credentials, shape, utf8_base64
-from syncer.cache import TEXT_JUDGEMENTS, Caches, text_key
+from syncer.cache import Caches, text_key
 from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, key_words
 
 #: Files inside files (a properties line holding a DSN, a YAML block holding a ``.env``).
@@ -269,10 +269,12 @@ def option_value(items: Sequence[Any], index: int, patterns: Sequence[str] = DEF
     return None
 
 
-def _judge_text(text: str, patterns: tuple[str, ...], binary: bool, caches: Caches) -> str | None:
-    """One string's judgement, remembered in ``caches.judged`` (a difference is judged again every
-    pass while it stands) by the digest of a long text, never the value: 4,096 values of 1 MiB
-    would be 4 GiB (issue #21, third round)."""
+def _judge_text(text: str, patterns: tuple[str, ...], binary: bool, caches: Caches | None) -> str | None:
+    """One string's judgement, remembered in ``caches.judged`` when given (a difference is judged
+    again every pass while it stands) by the digest of a long text, never the value: 4,096 values
+    of 1 MiB would be 4 GiB."""
+    if caches is None:
+        return _judge_fresh(text, patterns, binary)
     return caches.judged.get_or((text_key(text), patterns, binary), lambda: _judge_fresh(text, patterns, binary))
 
 
@@ -293,11 +295,11 @@ def _judge_fresh(text: str, patterns: tuple[str, ...], binary: bool) -> str | No
 
 
 def judge(value: object, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS, *, binary: bool = False,
-          caches: Caches = TEXT_JUDGEMENTS) -> str | None:
+          caches: Caches | None = None) -> str | None:
     """Why ``value`` (a string, or strings inside lists and maps of an API object) holds a
     secret, or None. ``binary``: it is ``binaryData``, judged decoded. The keys of an API
     object's maps are fields, not names people chose: only strings are judged. ``caches``:
-    where judgements are remembered (default: the process's, ``cache.TEXT_JUDGEMENTS``)."""
+    where judgements are remembered (detection passes its own; None: nothing remembered)."""
     keys = tuple(patterns)
     stack = [value]
     seen = 0

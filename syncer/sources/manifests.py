@@ -1,4 +1,5 @@
-"""The git side: every Kubernetes object declared under ``hosts/<installation>/``.
+"""Git objects and their files: ``GitObject`` and ``Manifests`` (what every source loads), and
+the objects plain YAML files under ``hosts/<installation>/`` declare (``syncer.sources.plain``).
 
 Files are read as text and parsed as kubectl reads them (``syncer.yamlread``); the write-back
 step later re-parses only the files it edits, with the position-keeping editor (``yamledit``).
@@ -13,18 +14,18 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from syncer.cache import Caches
 from syncer.config import LEGACY_CONFIG_NAME
 from syncer.errors import ConfigError
 from syncer.kinds import CLUSTER_SCOPED, list_items
-from syncer.model import Drift, FileError, ObjectRef, Path as ObjPath
+from syncer.model import FileError, ObjectRef, Path as ObjPath
 from syncer.repofile import read_inside
 from syncer.sources.skipped import Skipped, charts, skip_reason, templated
 from syncer.yamlread import parse_documents
 
-__all__ = ["GitObject", "Manifests", "SourceMap", "check_installation", "default_installation", "host_dir",
+__all__ = ["GitObject", "Manifests", "check_installation", "default_installation", "host_dir",
            "load_manifests", "manifest_files", "object_ref", "parse_documents"]
 
 _INSTALLATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -37,44 +38,24 @@ class GitObject:
     """One object as declared in git, and where it sits in its file."""
 
     ref: ObjectRef
-    file: str  # repo-relative, e.g. hosts/asgard/ollama-backends.yaml
+    file: str  # repo-relative, e.g. hosts/asgard/ollama-backends.yaml; a rendered object's origin
     doc: int  # index of the YAML document in the file
     prefix: ObjPath  # () for a plain document, ("items", i) inside a List
     data: dict[str, Any]
     templated: bool = False  # the file holds template expressions: never edited
-    #: Rendered by a tool (kustomize): ``file`` is the resource's origin, each field's own file
-    #: comes from ``Manifests.source_map``; git's history of a field is not read.
-    rendered: bool = False
-
-
-class SourceMap(Protocol):
-    """Where the fields of rendered objects come from, for a source that is not plain files
-    (``syncer.sources.kustomize``). Plain manifests have none: a field lives in its object's file."""
-
-    def place(self, obj: GitObject, drifts: list[Drift]) -> list[Drift]:
-        """``drifts`` of ``obj`` with the file that sets each field and the edits in that
-        file, or (never written) the reason no single place can be told."""
-        ...
-
-    def verify(self, repo: Path, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        """Render again with ``texts`` (file -> new text): one error per drift whose rendered
-        value is not its live value (naming the files not to write)."""
-        ...
-
-    def generator_of(self, ref: ObjectRef) -> str | None:
-        """The generator's name of a generated object whose name carries a content hash (a
-        new content is a new name), or None."""
-        ...
+    #: the generator of a generated object whose name carries a content hash (kustomize: a new
+    #: content is a new name), else ""
+    generator: str = ""
 
 
 @dataclass(frozen=True)
 class Manifests:
+    """What a source loaded (``Source.load``): the declared objects by ref, and the problems."""
+
     objects: dict[ObjectRef, GitObject]
     errors: tuple[FileError, ...]
-    source_map: SourceMap | None = None  # None: plain files
     #: files that are no Kubernetes objects (a chart's source, a template, values): one note each
     skipped: tuple[FileError, ...] = ()
-
 
 
 def check_installation(name: str) -> str:
@@ -160,7 +141,7 @@ def _file(path: Path, display: str, repo: Path, default_namespace: str, caches: 
     except OSError:
         st = None
     stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) if st is not None else ()
-    hit = caches.files.get_fresh(key, lambda parse: bool(stamp) and parse[0] == stamp)
+    hit: FileParse | None = caches.files.get_fresh(key, lambda parse: bool(stamp) and parse[0] == stamp)
     if hit is not None:
         return hit[1]
     entries = _file_objects(path, display, repo, default_namespace)
@@ -246,7 +227,7 @@ def load_manifests(repo: Path, installation: str, default_namespace: str, *,
     notes: list[tuple[str, list[GitObject | FileError]]] = [(note.file, [note]) for note in chart_notes.values()]
     parts = tuple(notes) + parts
     key = (str(Path(repo).absolute()), installation, default_namespace)
-    last = caches.indexes.get_fresh(key, lambda index: len(index[0]) == len(parts) and all(
+    last: Index | None = caches.indexes.get_fresh(key, lambda index: len(index[0]) == len(parts) and all(
         a[0] == b[0] and a[1] is b[1] for a, b in zip(index[0], parts)))
     if last is not None:
         return last[1]

@@ -30,11 +30,13 @@ from syncer.errors import GitError
 from syncer.gitrepo import Workspace
 from syncer.gather.history import GitHistory
 from syncer.gather.live import Lister, LiveSource
-from syncer.sources.dispatch import load_source, verify_each
+from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import Manifests, host_dir
+from syncer.sources.source import Source
 from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result
+from syncer.writeback.placement import placed, proved
 from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
-from syncer.writeback.plan import FileChange, plan_changes, write_changes
+from syncer.writeback.plan import FileChange, write_changes
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -58,6 +60,7 @@ DEFAULT_MODE = Mode.PR
 class Loaded:
     config: Config
     manifests: Manifests
+    git: Source  # what loaded ``manifests``: it places and verifies their edits
 
 
 def load_installation(repo: Path, installation: str, config: Config | None = None, *,
@@ -67,9 +70,10 @@ def load_installation(repo: Path, installation: str, config: Config | None = Non
     base = host_dir(repo, installation)
     if config is None:
         config = load_config(base, installation, caches=caches)
-    manifests = load_source(repo, installation, config.namespace, caches=caches)
+    git = source_for(repo, installation, config)
+    manifests = git.load(caches if caches is not None else Caches())
     # bindings without a namespace go where git declares what they bind (not where -n points)
-    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests)
+    return Loaded(config.bound_to(endpoints.declared_services(manifests.objects, caches=caches)), manifests, git)
 
 
 def _comments(changes: list[FileChange]) -> dict[tuple[str, str], str]:
@@ -119,8 +123,9 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
     history = (GitHistory(repo, installation, ws.history_git(), head=ws.synced, caches=caches) if ws is not None
                else GitHistory(repo, installation, caches=caches))
     result = detect_live(loaded.config, loaded.manifests, source, now, store=store, observed_since=observed_since,
-                         history=history, caches=caches)
+                         history=history, history_file=loaded.git.history_file, caches=caches)
     result = with_untracked(loaded, result, source, caches)
+    result = placed(loaded.git, loaded.manifests.objects, result, caches)  # each drift's own file and line
     result, drifts, changes = _file_changes(repo, installation, result, select(result, mode), loaded, caches)
     return loaded, result, drifts, changes
 
@@ -134,40 +139,35 @@ def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: C
     if not isinstance(source, Lister):
         return replace(result, errors=result.errors + (FileError(
             config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
-    lister = untracked.WarnOnRefusal(source, config.source, caches if caches is not None else Caches())
-    found = untracked.find(config, loaded.manifests.objects, lister)
-    if loaded.manifests.source_map is not None:  # kustomize renders only what its resources list
+    caches = caches if caches is not None else Caches()
+    lister = untracked.WarnOnRefusal(source, config.source, caches)
+    found = untracked.find(config, loaded.manifests.objects, lister, caches)
+    if not loaded.git.proposes_files:  # a render shows only what its inputs list
         found = [replace(d, action=Action.REPORT, file="",
                          reason=d.reason.replace("; proposed as a new file", "") +
-                         "; not proposed: kustomize renders only what the kustomization lists (add it there)")
+                         f"; not proposed: {loaded.git.new_file_note}")
                  if d.action is Action.WRITE else d for d in found]
     return replace(result, drifts=result.drifts + tuple(found), warnings=result.warnings + tuple(lister.warnings))
 
 
 def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Drift],
                   loaded: Loaded, caches: Caches) -> tuple[Result, list[Drift], list[FileChange]]:
-    """Plan the file edits; a file that cannot be written exactly is left out with one line in
-    ``result.errors``, and its drifts are not claimed by the commit or PR. Untracked objects
-    to propose become new files."""
+    """Plan the file edits and have the source prove them; a file none of whose edits can be
+    written exactly is left out with one line in ``result.errors``; an edit that cannot be made
+    or proven alone is reported on its drift (action report, the reason) and blocks no other.
+    Neither is claimed by the commit or PR. Untracked objects to propose become new files."""
     aborted: list[FileError] = []
     new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
-    drifts = [d for d in drifts if d.cls is not DriftClass.UNTRACKED]
-    source_map = loaded.manifests.source_map
-    if source_map is not None:  # each edit proven on its own by rendering; a refused one is reported
-        changes, refused = verify_each(repo, installation, drifts, loaded.manifests.objects, source_map, caches)
-        if refused:
-            why = {id(d): reason for d, reason in refused}
-            drifts = [d for d in drifts if id(d) not in why]  # written: only what was proven
-            result = replace(result, drifts=tuple(_refused(d, why[id(d)]) if id(d) in why else d
-                                                  for d in result.drifts))
-    else:
-        changes = plan_changes(repo, installation, drifts, loaded.manifests.objects, aborted, caches=caches)
+    refused: list[tuple[Drift, str]] = []
+    drifts, changes = proved(loaded.git, repo, installation, [d for d in drifts if d.cls is not DriftClass.UNTRACKED],
+                             loaded.manifests.objects, aborted, caches, refused)
+    if refused:  # each reported with why, in place of the drift: never an error, never blocking the rest
+        why = {id(d): reason for d, reason in refused}
+        result = replace(result, drifts=tuple(_refused(d, why[id(d)]) if id(d) in why else d for d in result.drifts))
     for drift, change in untracked.new_files(repo, installation, new, aborted):
         drifts.append(drift)
         changes.append(change)
     if aborted:
-        bad = {e.file for e in aborted}
-        drifts = [d for d in drifts if d.file not in bad or not d.edits]
         result = replace(result, errors=result.errors + tuple(e for e in aborted if e not in result.errors))
     return result, drifts, changes
 

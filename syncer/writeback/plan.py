@@ -22,7 +22,7 @@ from collections.abc import Callable
 from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.sources.manifests import GitObject
-from syncer.sources import templating
+from syncer import templating
 from syncer.yamlread import parse_documents
 from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.detect.normalize import MISSING, get_path
@@ -132,7 +132,7 @@ def _parsed(file: str, old: str, touched: set[int], caches: Caches) -> tuple[Yam
     """``YamlFile.parse(old, file)`` and ``parse_documents(old, file)``, from the remembered
     parses when there are some. The editor parses only the *touched* documents."""
     key = (file, hashlib.sha256(old.encode()).hexdigest())
-    found = caches.parsed.get_fresh(key, lambda p: _text(p.docs) == old)
+    found: EditorParse | None = caches.parsed.get_fresh(key, lambda p: _text(p.docs) == old)
     if found is None:
         try:
             data = parse_documents(old, file)
@@ -366,7 +366,7 @@ def plan_changes(
         steps = [(drift, _target(objects[drift.ref], edit), edit) for drift in file_drifts for edit in drift.edits]
         key = (file, hashlib.sha256(old.encode()).hexdigest(),
                repr([(o.doc, o.prefix + e.path, e.add, e.value) for _, o, e in steps]))
-        planned = caches.planned.get(key)
+        planned: Planned | None = caches.planned.get(key)
         if planned is None:
             try:
                 planned = (_edit_lines(old, steps) if any(e.doc == LINE for _, _, e in steps)

@@ -94,7 +94,7 @@ def render_text(result: Result, file_diffs: str = "", color: bool = False) -> st
             f"{result.installation}: {len(result.drifts)} difference(s) in {len({d.ref for d in result.drifts})} "
             f"object(s); {n_write} to copy back into git", "bold", color))
     last = None
-    # A rendered object (kustomize) has its fields in several files: each line names its own.
+    # An object whose fields are set in several files (a render's layers): each line names its own.
     files: dict[ObjectRef, set[str]] = {}
     for d in result.drifts:
         files.setdefault(d.ref, set()).add(d.file)

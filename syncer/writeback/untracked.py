@@ -206,8 +206,9 @@ def file_for(installation: str, kind: str, namespace: str, name: str) -> str:
     return f"hosts/{installation}/untracked/{safe(namespace or '_cluster')}/{stem}.yaml"
 
 
-def find(config: Config, declared: Iterable[ObjectRef], lister: Lister) -> list[Drift]:
-    """The untracked objects as drifts (class ``untracked``), one per object, sorted."""
+def find(config: Config, declared: Iterable[ObjectRef], lister: Lister, caches: Caches | None = None) -> list[Drift]:
+    """The untracked objects as drifts (class ``untracked``), one per object, sorted; ``caches``:
+    where the judgements of their texts are remembered (None: nowhere)."""
     mode = config.untracked.mode
     if mode is UntrackedMode.IGNORE:
         return []
@@ -224,11 +225,11 @@ def find(config: Config, declared: Iterable[ObjectRef], lister: Lister) -> list[
             name = str(meta.get("name", ""))
             if not name or (kind, namespace, name) in known or excluded(kind, obj, services, config):
                 continue
-            drifts.append(_drift(config, kind, namespace, obj, mode))
+            drifts.append(_drift(config, kind, namespace, obj, mode, caches))
     return sorted(drifts, key=lambda d: (d.ref.kind, d.ref.namespace, d.ref.name))
 
 
-def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: UntrackedMode) -> Drift:
+def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: UntrackedMode, caches: Caches | None) -> Drift:
     meta = _meta(obj)
     name = str(meta["name"])
     ref = ObjectRef(str(obj.get("apiVersion", "")), kind, namespace, name)
@@ -239,7 +240,8 @@ def _drift(config: Config, kind: str, namespace: str, obj: JSON, mode: Untracked
     cleaned = None if secret else clean(obj)
     # judged as detection judges a live change: a secret-looking key or value anywhere in it
     # keeps the whole object out of git, and its values out of every output
-    found = [] if cleaned is None else secret_fields(kind, cleaned, (*DEFAULT_SECRET_PATTERNS, *config.secret_keys))
+    found = [] if cleaned is None else secret_fields(kind, cleaned, (*DEFAULT_SECRET_PATTERNS, *config.secret_keys),
+                                                     caches)
     write = mode is UntrackedMode.PROPOSE and not secret and not found
     if secret:
         reason = f"{why}; a {kind}: never written, its values never read into the report"
@@ -294,25 +296,19 @@ def _linked_dir(host: Path, path: Path) -> str | None:
         if at.is_symlink() or (at.exists() and not at.is_dir()):
             return str(at.relative_to(host.parent.parent))
     return None
-_KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 
 
 def new_files(repo: Path, installation: str, drifts: Iterable[Drift],
               aborted: list[FileError]) -> list[tuple[Drift, Any]]:
-    """(drift, FileChange) of each untracked object to propose as a new file. A file that
-    exists already, or an installation kustomize renders (a new file there is not rendered
-    until the kustomization lists it), is one line in ``aborted`` instead."""
+    """(drift, FileChange) of each untracked object to propose as a new file (the drifts to
+    write: their source proposes files, ``Source.proposes_files``). A file that exists already
+    is one line in ``aborted`` instead."""
     from syncer.writeback.plan import FileChange
 
     host = repo / "hosts" / installation
-    kustomized = any((host / name).exists() for name in _KUSTOMIZATIONS)
     out: list[tuple[Drift, Any]] = []
     for drift in drifts:
         if drift.action is not Action.WRITE or not drift.file or not isinstance(drift.live, dict):
-            continue
-        if kustomized:
-            aborted.append(FileError(drift.file, f"{drift.ref}: not written: hosts/{installation}/ is a kustomization; "
-                                                 "add the object to its resources by hand"))
             continue
         path = repo / drift.file
         if path.exists() or path.is_symlink():

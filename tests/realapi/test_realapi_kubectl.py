@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, load_config
-from syncer.sources.dispatch import is_rendered
+from syncer.config import CONFIG_NAME, LEGACY_CONFIG_NAME, Config, load_config
+from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import load_manifests
 
 from .cluster import RealCluster
@@ -37,7 +37,8 @@ pytestmark = pytest.mark.realapi
 ROOT = Path(__file__).resolve().parents[2]
 #: Installations of plain manifests (``kubectl apply -f``); a kustomization (hosts/midgard) is
 #: applied with ``kubectl apply -k`` instead (tests/realapi/test_realapi_kustomize.py).
-INSTALLATIONS = sorted(p.name for p in (ROOT / "hosts").iterdir() if p.is_dir() and not is_rendered(ROOT, p.name))
+INSTALLATIONS = sorted(p.name for p in (ROOT / "hosts").iterdir()
+                       if p.is_dir() and source_for(ROOT, p.name, Config(p.name)).name == "manifests")
 
 
 def kubectl(kubeconfig: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,5 @@
-"""Kustomize installations: ``hosts/<installation>/`` with a ``kustomization.yaml``.
+"""The kustomize source: ``hosts/<installation>/`` holding a ``kustomization.yaml`` (itself, or
+an overlay in one of its directories).
 
 The real kustomize renders it (``render``); the rendered objects are the declared objects,
 compared with live as plain manifests are. Each object's origin comes from a render of a
@@ -6,28 +7,92 @@ scratch copy with ``buildMetadata: [originAnnotations, transformerAnnotations]``
 file sets each field, and the check that an edit there renders the live value, is the
 ``KustomizeMap`` (``sourcemap``). A render is redone only when a file of the installation's
 directory changed (size, mtime, ctime, inode), so a sidecar pass without a git change costs
-no render.
+no render; nor is the same edit of the same tree rendered twice (``Caches.verified``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from syncer.cache import Caches
+from syncer.cache import Caches, digest
+from syncer.config import Config
 from syncer.errors import ConfigError
+from syncer.model import Drift, ObjectRef
 from syncer.sources.kustomize import render
-from syncer.sources.kustomize.layers import Layer, check_sizes, find_root, read_text, read_tree, walk
+from syncer.sources.kustomize.layers import Layer, check_sizes, find_root, holds_kustomization, read_text, read_tree, walk
+from syncer.sources.kustomize.fields import HASH
 from syncer.sources.kustomize.offline import refuse_remote
 from syncer.sources.kustomize.sourcemap import KustomizeMap, Origin
 from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, object_ref
-from syncer.model import ObjectRef
+from syncer.sources.source import Planner, Verified, proven
 
-__all__ = ["load_rendered"]
+__all__ = ["KustomizeSource"]
 
-#: A render as ``Caches.renders`` keeps it (by directory, default namespace, binary), with the
-#: stamp of the tree it was made from.
-Render = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests]
+#: A render as ``Caches.renders`` keeps it (by source, directory, default namespace, binary),
+#: with the stamp of the tree it was made from, and where its fields come from.
+Render = tuple[tuple[tuple[str, int, int, int, int], ...], Manifests, KustomizeMap]
+
+
+class KustomizeSource:
+    """``hosts/<installation>/`` as what kustomize renders from it."""
+
+    name = "kustomize"
+    proposes_files = False
+    new_file_note = "kustomize renders only what the kustomization lists (add it there)"
+    declares = "objects kustomize renders"
+
+    def __init__(self, repo: Path, installation: str, config: Config) -> None:
+        self.repo, self.installation, self.namespace = repo, installation, config.namespace
+        self._map: KustomizeMap | None = None  # the last load's
+        self._tree: bytes | None = None  # its tree's stamp, when trusted (not racy)
+
+    @staticmethod
+    def claims(host: Path) -> bool:
+        return holds_kustomization(host)
+
+    def load(self, caches: Caches) -> Manifests:
+        """The objects kustomize renders, kept in ``caches`` while no file of the tree changes. A
+        kustomization that cannot be rendered (offline) is one ConfigError for the installation."""
+        base = host_dir(self.repo, self.installation)
+        stamp, racy = _stamp(base)
+        key = ("kustomize", str(base.absolute()), self.namespace, " ".join(render.binary()))
+        last: Render | None = caches.renders.get_fresh(key, lambda made: made[0] == stamp)
+        if last is None:
+            manifests, source_map = _load(self.repo, self.installation, base, self.namespace)
+            last = (stamp, manifests, source_map)
+            if not racy:
+                caches.renders.put(key, last)
+        self._map, self._tree = last[2], (None if racy else digest(*key, repr(stamp)))
+        return last[1]
+
+    def history_file(self, obj: GitObject) -> str | None:
+        return None  # a field's file is the layer that sets it, not its object's origin
+
+    def likely_lists(self, at_least: int) -> list[tuple[str, str, str]]:
+        return []  # what is declared is what kustomize renders: nothing to tell from the files
+
+    def place(self, obj: GitObject, drifts: Sequence[Drift], caches: Caches) -> list[Drift]:
+        return self._loaded().place(obj, drifts)
+
+    def verify(self, drifts: Sequence[Drift], plan: Planner, caches: Caches) -> Verified:
+        return proven(drifts, plan, lambda texts, checked: self._check(texts, checked, caches))
+
+    def _check(self, texts: Mapping[str, str], drifts: Sequence[Drift], caches: Caches) -> list[str | None]:
+        # The same edits of the same tree, checked again (the sidecar plans held drifts every
+        # pass): the answer is a pure function of the tree, the texts and the drifts.
+        source_map = self._loaded()
+        if self._tree is None:
+            return source_map.check(texts, drifts)
+        key = digest(self._tree.hex(), *(t for item in sorted(texts.items()) for t in item),
+                     repr([(str(d.ref), d.path, d.file, repr(d.live)) for d in drifts]))
+        return list(caches.verified.get_or(key, lambda: tuple(source_map.check(texts, drifts))))
+
+    def _loaded(self) -> KustomizeMap:
+        if self._map is None:
+            raise RuntimeError("KustomizeSource: place or verify before load")
+        return self._map
 
 
 def _stamp(base: Path) -> tuple[tuple[tuple[str, int, int, int, int], ...], bool]:
@@ -61,25 +126,7 @@ def _with_metadata(root: Layer, host: Path, repo: Path) -> tuple[dict[str, str],
     return {root.file.relative_to(host).as_posix(): text + "buildMetadata: [originAnnotations, transformerAnnotations]\n"}, True
 
 
-def load_rendered(repo: Path, installation: str, default_namespace: str, *,
-                  caches: Caches | None = None) -> Manifests:
-    """The objects kustomize renders from ``hosts/<installation>/``, with their source map;
-    ``caches`` keeps the render while no file of the tree changes (None: nothing remembered).
-    A kustomization that cannot be rendered (offline) is one ConfigError for the installation."""
-    caches = caches if caches is not None else Caches()
-    base = host_dir(repo, installation)
-    stamp, racy = _stamp(base)
-    key = (str(base.absolute()), default_namespace, " ".join(render.binary()))
-    last = caches.renders.get_fresh(key, lambda made: made[0] == stamp)
-    if last is not None:
-        return last[1]
-    manifests = _load(repo, installation, base, default_namespace)
-    if not racy:
-        caches.renders.put(key, (stamp, manifests))
-    return manifests
-
-
-def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> Manifests:
+def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> tuple[Manifests, KustomizeMap]:
     shown = f"hosts/{installation}"
     host = host.resolve()
     base = find_root(host, repo)
@@ -105,10 +152,11 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str) -> 
         origins[ref] = _origin(raw, steps, base)
         found = origins[ref].file or origins[ref].generator or root.file
         file = found.relative_to(repo.resolve()).as_posix() if found.is_relative_to(repo.resolve()) else shown
-        objects[ref] = GitObject(ref, file, i, (), doc, rendered=True)
+        generated = origins[ref].by in ("ConfigMapGenerator", "SecretGenerator") and HASH.search(ref.name)
+        objects[ref] = GitObject(ref, file, i, (), doc, generator=HASH.sub("", ref.name) if generated else "")
     source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm)
     source_map.objects = objects
-    return Manifests(objects, (), source_map=source_map)
+    return Manifests(objects, ()), source_map
 
 
 def _origin(raw: dict[str, object], steps: tuple[tuple[str, str], ...], base: Path) -> Origin:

@@ -13,12 +13,12 @@ bounds their expansion; syncer never expands them: an alias bomb is one line, no
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
-from syncer.sources.dispatch import KUSTOMIZATION_NAMES, kustomization_file
 from syncer.sources.kustomize.render import is_remote
 from syncer.sources.manifests import MAX_FILE_BYTES
 from syncer.repofile import read_inside
@@ -29,6 +29,27 @@ MAX_DEPTH = 32
 #: At most this many kustomizations in one installation's graph, and this much of their text.
 MAX_LAYERS = 1000
 MAX_TREE_BYTES = 16 * 1024 * 1024
+
+#: The names kustomize looks for in a directory, in its order.
+KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def kustomization_file(directory: Path) -> Path | None:
+    """The kustomization file of ``directory``, or None (then it is not a kustomization)."""
+    for name in KUSTOMIZATION_NAMES:
+        path = directory / name
+        if path.is_file():
+            return path
+    return None
+
+
+def holds_kustomization(host: Path) -> bool:
+    """Does ``host`` hold a kustomization file, or does one of its directories (an overlay over a
+    base: plain reading would take them for manifests without a kind)?"""
+    if kustomization_file(host) is not None:
+        return True
+    names = set(KUSTOMIZATION_NAMES)  # os.walk: no stat per file (the sidecar asks every pass)
+    return any(not names.isdisjoint(files) for _, _, files in os.walk(host))
 
 
 @dataclass(eq=False)

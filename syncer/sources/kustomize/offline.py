@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
-from syncer.sources.dispatch import KUSTOMIZATION_NAMES, kustomization_file
+from syncer.sources.kustomize.aliases import refuse_aliases
+from syncer.sources.kustomize.layers import KUSTOMIZATION_NAMES, kustomization_file, read_text
 from syncer.yamlread import parse_documents
 
 #: Keys whose values are data kustomize puts into objects, never a place it loads from.
@@ -73,8 +74,6 @@ def refuse_remote(host: Path, repo: Path) -> None:
     """ConfigError naming the file and the field of the first remote reference of the
     kustomizations under ``host`` and of the configs they list."""
     host, repo = host.resolve(), repo.resolve()
-    from syncer.sources.kustomize.aliases import refuse_aliases
-    from syncer.sources.kustomize.layers import read_text
 
     def shown(path: Path) -> str:
         return path.relative_to(repo).as_posix() if path.is_relative_to(repo) else str(path)

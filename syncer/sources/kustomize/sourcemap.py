@@ -13,12 +13,14 @@ value kustomize renders; when it does not (a transformer computed the value), wh
 it, or when it comes from a remote base or a Helm chart, the drift is reported with the reason
 and never written. Which layers are on the object's path is told by the record too: of two
 overlays over one base, only the one whose transformers ran on the object is asked. Every planned
-edit is then proved, each on its own, by rendering the edited copy (``verify``).
+edit is then proved by rendering the edited copy (``check``, per edit and together:
+``syncer.sources.source.proven``): the rendered value must be the live value and nothing else of
+the render may change, or that edit is not written.
 """
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path as FsPath
 from typing import Any
@@ -27,9 +29,9 @@ from syncer.kinds import NEVER_WRITTEN
 from syncer.sources.kustomize.fields import HASH, map_path, same
 from syncer.sources.kustomize.layers import Layer, paths, read_yaml, walk
 from syncer.sources.kustomize.places import PATCH_KEYS, Finders, NotWritable, Place, is_image
-from syncer.sources.kustomize.verify import rendered_as_live
+from syncer.sources.kustomize.verify import check_render
 from syncer.sources.manifests import GitObject
-from syncer.model import Action, Drift, DriftClass, Edit, FileError, ObjectRef, format_path
+from syncer.model import Action, Drift, DriftClass, Edit, ObjectRef, format_path
 from syncer.detect.normalize import MISSING, get_path
 from syncer.secrets.redact import REDACTED
 
@@ -51,17 +53,15 @@ Event = tuple[str, Layer]
 
 
 class KustomizeMap(Finders):
-    """The source map of one render (``Manifests.source_map`` of a kustomize installation)."""
+    """Where the fields of one render come from, and its check of an edit (``KustomizeSource``)."""
 
     def __init__(self, repo: FsPath, installation: str, host: FsPath, root: Layer, origins: dict[ObjectRef, Origin],
                  default_namespace: str, helm: bool) -> None:
         self.repo, self.installation, self.root = repo.resolve(), installation, root
         self.host = host  # hosts/<installation>/, resolved: what is copied, read and written
         self.origins, self.default_namespace, self.helm = origins, default_namespace, helm
-        self._docs: dict[FsPath, list[Any]] = {}
-        self._verified: dict[str, list[FileError]] = {}
+        self._docs: dict[FsPath, list[Any]] = {}  # the files of this render's tree, parsed as traced
         self.objects: dict[ObjectRef, GitObject] = {}  # the render this map belongs to (set by its loader)
-        self.verifications = 0  # renders made to verify edits (bench and tests read it)
         self._by_file = {layer.file.resolve(): layer for layer in walk(root)}
 
     # -- reading -------------------------------------------------------------------------
@@ -81,12 +81,6 @@ class KustomizeMap(Finders):
         origin = self.origins.get(ref)
         where = (origin.file or origin.generator) if origin is not None else None
         return self.shown(where) if where is not None else self.shown(self.root.file)
-
-    def generator_of(self, ref: ObjectRef) -> str | None:
-        origin = self.origins.get(ref)
-        if origin is None or origin.by not in ("ConfigMapGenerator", "SecretGenerator") or not HASH.search(ref.name):
-            return None
-        return HASH.sub("", ref.name)
 
     def _declared(self, origin: Origin, obj: GitObject) -> tuple[int, dict[str, Any]] | None:
         """The document of the resource file that declares ``obj`` (by kind; the longest name
@@ -111,7 +105,7 @@ class KustomizeMap(Finders):
         return names
 
     # -- tracing -------------------------------------------------------------------------
-    def place(self, obj: GitObject, drifts: list[Drift]) -> list[Drift]:
+    def place(self, obj: GitObject, drifts: Sequence[Drift]) -> list[Drift]:
         out = []
         for drift in drifts:
             try:
@@ -244,23 +238,16 @@ class KustomizeMap(Finders):
         return Place(file, (Edit(mapped, drift.live, doc=index),))
 
     # -- verifying -----------------------------------------------------------------------
-    def verify(self, repo: FsPath, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        # The same edits of the same render, verified again (the sidecar plans held drifts
-        # every pass): the answer is a pure function of the texts and the drifts.
-        key = hashlib.sha256(repr((sorted(texts.items()), [(str(d.ref), d.path, d.file, repr(d.live))
-                                                           for d in drifts])).encode()).hexdigest()
-        if key not in self._verified:
-            if len(self._verified) >= 64:
-                self._verified.clear()
-            self._verified[key] = self._verify(texts, drifts)
-        return list(self._verified[key])
-
-    def _verify(self, texts: dict[str, str], drifts: list[Drift]) -> list[FileError]:
-        self.verifications += 1
+    def check(self, texts: Mapping[str, str], drifts: Sequence[Drift]) -> list[str | None]:
+        """Render with ``texts`` (repo-relative file -> text) in place of the files: for each of
+        ``drifts``, why its field does not render as its live value (or the edits change more of
+        the render than the drifted values), or None."""
         inside = self.root.dir.relative_to(self.host).as_posix() if self.root.dir != self.host else ""
         before = {ref: obj.data for ref, obj in self.objects.items()}
-        return rendered_as_live(self.host, self.shown(self.host), self.shown(self.root.dir), inside, texts, drifts,
-                                self.default_namespace, self.helm, before)
+        prefix = self.shown(self.host) + "/"
+        edited = {file.removeprefix(prefix): text for file, text in texts.items()}
+        return check_render(self.host, self.shown(self.root.dir), inside, edited, drifts, self.default_namespace,
+                            self.helm, before)
 
 
 __all__ = ["KustomizeMap", "Origin"]

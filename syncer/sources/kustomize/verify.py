@@ -3,11 +3,13 @@
 A planned edit of a kustomize installation is written only when kustomize, run on a copy
 holding the edited files, renders the live value at the drifted path of the drifted object
 (found by its name, or for a generated one by its name without the content hash, which the
-edit changes). The user's files are not touched; a copy that does not build fails every file.
+edit changes), and nothing else of the render changes. The user's files are not touched; a copy
+that does not build fails every drift checked with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -54,7 +56,7 @@ def _renamed(value: Any, names: dict[str, str]) -> Any:
 
 
 def _side_effects(before: dict[ObjectRef, dict[str, Any]], after: dict[Key, dict[str, Any]],
-                  drifts: list[Drift]) -> list[str]:
+                  drifts: Sequence[Drift]) -> list[str]:
     """What the edits changed in the render beyond the drifted values (an ``images:`` entry
     that also sets another container, a base shared by two objects): ``Kind/ns/name path``."""
     names = {}
@@ -79,34 +81,22 @@ def _side_effects(before: dict[ObjectRef, dict[str, Any]], after: dict[Key, dict
     return out
 
 
-def rendered_as_live(host: FsPath, shown_host: str, shown_root: str, inside: str, texts: dict[str, str],
-                     drifts: list[Drift], default_namespace: str, helm: bool,
-                     before: dict[ObjectRef, dict[str, Any]] | None = None) -> list[FileError]:
-    """One error per drift that the copy of ``host`` with ``texts`` (repo-relative file ->
-    text) does not render as its live value; the kustomization rendered is ``inside`` ``host``.
-    With ``before`` (the render before the edits), an edit that changes anything else of the
-    render fails its file too (one render per edited file finds which)."""
-    prefix = shown_host + "/"
-    rel = {f.removeprefix(prefix): t for f, t in texts.items()}
+def check_render(host: FsPath, shown_root: str, inside: str, texts: Mapping[str, str], drifts: Sequence[Drift],
+                 default_namespace: str, helm: bool, before: dict[ObjectRef, dict[str, Any]]) -> list[str | None]:
+    """For each of ``drifts``, in order, why the copy of ``host`` with ``texts`` (path relative
+    to ``host`` -> text) does not render it as its live value, or None; the kustomization
+    rendered is ``inside`` ``host``. An edit that changes anything else of the render than the
+    drifted values (``before``: the render without the edits) fails every drift checked."""
     try:
-        docs = render.render(host, shown_root, rel, helm, inside)
+        docs = render.render(host, shown_root, texts, helm, inside)
     except ConfigError as exc:
-        return [FileError(f, f"{f}: not written: the edited kustomization does not build: {exc.message}")
-                for f in sorted(texts)]
+        return [f"not written: the edited kustomization does not build: {exc.message}"] * len(drifts)
     found = _index(docs, default_namespace)
-    if before is not None and _side_effects(before, found, drifts):
-        errors = []
-        for file, text in sorted(texts.items()):
-            alone = _index(render.render(host, shown_root, {file.removeprefix(prefix): text}, helm, inside),
-                           default_namespace)
-            extra = _side_effects(before, alone, [d for d in drifts if d.file == file])
-            if extra:
-                errors.append(FileError(file, f"{file}: not written: the edit would also change "
-                                              f"{', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''} "
-                                              "(that place sets more than the drifted value)"))
-        if errors:
-            return errors
-    errors = []
+    extra = _side_effects(before, found, drifts)
+    if extra:
+        return [f"not written: the edit would also change {', '.join(extra[:3])}{' ...' if len(extra) > 3 else ''} "
+                "(that place sets more than the drifted value)"] * len(drifts)
+    out: list[str | None] = []
     for drift in drifts:
         ref = drift.ref
         now = found.get((ref.kind, ref.namespace, ref.name)) or found.get(
@@ -114,6 +104,8 @@ def rendered_as_live(host: FsPath, shown_host: str, shown_root: str, inside: str
         got = get_path(normalize(now), drift.path) if now is not None else MISSING
         if got is MISSING or not same(got, drift.live):
             shown = "nothing" if got is MISSING else repr(got)
-            errors.append(FileError(drift.file, f"{drift.file}: not written: {ref} {drift.path_text}: the edited "
-                                                f"kustomization renders {shown}, live is {drift.live!r}"))
-    return errors
+            out.append(f"not written: {ref} {drift.path_text}: the edited kustomization renders {shown}, "
+                       f"live is {drift.live!r}")
+        else:
+            out.append(None)
+    return out
