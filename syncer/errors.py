@@ -41,7 +41,7 @@ errors are translated at the boundaries with ``raise ... from``.
      ├── UsageError   (cli)                  a bad flag or environment twin: one line, exit 2
      ├── EditRefused  (yamledit._verify)     an edit would not read back as intended
      ├── _Unusual     (manifests)            a document left to ruamel's constructor
-     ├── _NotWritable (kustomize.sourcemap)  a field's source cannot be told or written
+     ├── NotWritable (sources.kustomize.places)  a field's source cannot be told or written
      └── _Refused     (helm.sourcemap)       no single values line renders a field, or its edit is not proven
 
 Every error carries ``transient``: True when retrying the same call later may succeed
