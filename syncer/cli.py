@@ -37,7 +37,7 @@ __all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "k
 
 def _duration(text: str) -> str:
     """A duration flag's text (``30s``, ``10m``, ``1h30m``, plain seconds), checked; kept as text."""
-    from syncer.commands.run import seconds
+    from syncer.durations import seconds
 
     try:
         seconds(text, "duration")

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from syncer import durations
 from syncer.errors import ConfigError
 from syncer.gitrepo import Identity, Workspace, remote_default_branch
 from syncer.kube import KubeClient, kube_client
 from syncer.sources.manifests import parse_documents
 from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
+from syncer.repofile import excerpt
 from syncer.writeback.deliver import Mode
 
 if TYPE_CHECKING:
@@ -60,9 +63,13 @@ def tools(args: argparse.Namespace) -> Tools:
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:
     """The sidecar's API client: a larger pool, since each watch holds one connection open."""
+    from syncer.kube.budget import BUDGET
+
     user, groups = impersonation(args)
-    return kube_client(args.kubeconfig, args.context, read_yaml=parse_documents, pool_size=64, impersonate=user,
-                       impersonate_groups=groups)
+    client = kube_client(args.kubeconfig, args.context, read_yaml=parse_documents, pool_size=64, impersonate=user,
+                         impersonate_groups=groups)
+    client.budget = BUDGET  # its answers and its watch streams: one memory budget
+    return client
 
 
 def read_secret(path: str | None, flag: str) -> str:
@@ -98,6 +105,10 @@ def http_client() -> httpx.Client:
     return httpx.Client()
 
 
+#: A GitHub App's id (digits) or client id (``Iv23li...``): the JWT's ``iss``.
+_APP_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
 def github_app(args: argparse.Namespace) -> InstallationToken | None:
     """The GitHub App's installation token source (``--github-app-id``), or None; one per command."""
     app_id = (getattr(args, "github_app_id", None) or "").strip()
@@ -118,14 +129,18 @@ def github_app(args: argparse.Namespace) -> InstallationToken | None:
     if not args.github_app_key_file:
         raise ConfigError("--github-app-id needs --github-app-key-file (the app's private key, PEM)")
     installation = (args.github_app_installation_id or "").strip()
-    if installation and not installation.isdigit():
-        raise ConfigError(f"--github-app-installation-id {installation!r} is not a number")
+    installation_id = durations.count(installation, "--github-app-installation-id", 1, 2 ** 63 - 1) if installation \
+        else None
+    if not _APP_ID.fullmatch(app_id):
+        raise ConfigError(f"--github-app-id {excerpt(app_id)}: expected the app's id (digits) or client id "
+                          "(letters, digits, '.', '_', '-'; at most 64)")
+    from syncer.forges import api_url
     from syncer.forges.githubapp import InstallationToken, load_private_key
 
     key = load_private_key(args.github_app_key_file)
     built = InstallationToken(http_client(), api_url(args.forge, args.forge_url or ""), app_id, key,
                               repo=(args.forge_repo or "").strip().strip("/").removesuffix(".git"),
-                              installation_id=int(installation) if installation else None)
+                              installation_id=installation_id)
     args._github_app = built
     return built
 

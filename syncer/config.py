@@ -30,9 +30,11 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from syncer.secrets import userpattern
+from syncer.durations import STABLE_FOR, long_number_line
+from syncer.durations import parse_duration as parse_duration  # re-exported: callers read it from config
 from syncer.cache import Caches
 from syncer.errors import ConfigError
-from syncer.configvalues import Selector, expect, optional_kinds, parse_duration, release_name, selector, unknown
+from syncer.configvalues import Selector, expect, optional_kinds, release_name, selector, unknown
 from syncer.repofile import excerpt, read_inside
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
@@ -201,6 +203,9 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
             raw = YAML(typ="safe", pure=True).load(text)  # its wording and position for the error
     except YAMLError as exc:
         raise malformed(exc, source) from exc  # as a manifest's error says it (line and column)
+    except ValueError:  # Python's int() refuses more than 4,300 digits
+        line = long_number_line(text)
+        raise ConfigError(f"{source}{f':{line}' if line else ''}: a number too long to read; not read") from None
     if raw is None:
         raw = {}
     expect(raw, dict, source, "a mapping")
@@ -222,7 +227,7 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
                 f"{source}: track.{kind}: unknown mode {mode!r} (use writeback, stable, report or ignore)"
             ) from None
 
-    stable_for = parse_duration(raw.get("stableFor", "10m"), f"{source}: stableFor")
+    stable_for = parse_duration(raw.get("stableFor", "10m"), f"{source}: stableFor", STABLE_FOR)
 
     candidates: list[Candidates] = []
     for i, item in enumerate(expect(raw.get("candidates") or [], list, f"{source}: candidates", "a list")):

@@ -1,6 +1,6 @@
 """The checks of syncer.conf's values, each failure one ConfigError naming the key: types and
-unknown keys, durations, Helm release names, label selectors, ``optional:`` kinds.
-``config.parse_config`` reads the file with them; the command line's durations are read alike.
+unknown keys, Helm release names, label selectors, ``optional:`` kinds (durations and numbers:
+``durations``). ``config.parse_config`` reads the file with them.
 """
 
 from __future__ import annotations
@@ -12,26 +12,12 @@ from syncer.errors import ConfigError
 from syncer.model import Track
 from syncer.repofile import excerpt
 
-__all__ = ["Selector", "expect", "optional_kinds", "parse_duration", "release_name", "selector", "unknown"]
-
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+__all__ = ["Selector", "expect", "optional_kinds", "release_name", "selector", "unknown"]
 
 #: A selector of an ignore rule: label (or annotation) key -> the value it must have, or None
 #: for "present with any value".
 Selector = tuple[tuple[str, str | None], ...]
 
-
-
-def parse_duration(text: str, where: str) -> float:
-    """``"10m"`` -> 600.0 seconds; also ``1h30m``, ``45s``, ``0``."""
-    text = str(text).strip()
-    if text == "0":
-        return 0.0
-    m = _DURATION.match(text)
-    if not text or not m or not any(m.groups()):
-        raise ConfigError(f"{where}: bad duration {text!r} (use e.g. 30s, 10m, 1h30m)")
-    h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return float(h * 3600 + mi * 60 + s)
 
 
 def expect(value: Any, typ: type | tuple[type, ...], where: str, what: str) -> Any:

@@ -7,6 +7,8 @@ errors are translated at the boundaries with ``raise ... from``.
      │    └── StartupError         (sidecar.app) the sidecar cannot run as configured
      ├── ClusterError              the Kubernetes API or a snapshot file failed
      │    ├── InputRejected        (bounds) a live or state input over a size/depth limit
+     │    ├── EventTooLarge        (kube.budget) one watch event longer than its limit: that object's error
+     │    ├── OverBudget           (kube.budget) the watch streams together hold their memory budget
      │    ├── Unreachable          (here) no complete answer: what detection raises (ClusterUnreachable is one)
      │    ├── Forbidden            (here) 403: costs that object only (Refused is one)
      │    ├── CredentialsRejected  (here) 401, or no credential to send: nothing can be read (Unauthorized, NoCredentials are one)
@@ -39,7 +41,7 @@ errors are translated at the boundaries with ``raise ... from``.
      ├── UsageError   (clitwins)             a bad flag or environment twin: one line, exit 2
      ├── EditRefused  (yamledit._verify)     an edit would not read back as intended
      ├── _Unusual     (manifests)            a document left to ruamel's constructor
-     ├── _NotWritable (kustomize.sourcemap)  a field's source cannot be told or written
+     ├── NotWritable (sources.kustomize.places)  a field's source cannot be told or written
      └── _Refused     (helm.sourcemap)       no single values line renders a field, or its edit is not proven
 
 Every error carries ``transient``: True when retrying the same call later may succeed

@@ -7,15 +7,18 @@ credentials stripped from any URL they mention.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import base64
+import os
+import re
+import subprocess
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 
 from syncer import USER_AGENT
+from syncer.secrets import masking
 from syncer.errors import GitError
 from syncer.gitoutcome import PushOutcome, Pushed, push_outcome, remote_failure
 from syncer.secrets.redact import redact_url
@@ -39,7 +42,24 @@ class Identity:
     token_source: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
 
-def _env(identity: Identity) -> dict[str, str]:
+def token_scope(remote: str | None) -> str | None:
+    """The URL git's config may send the HTTPS token to: the remote's own ``scheme://host[:port]/path``
+    (user name and password dropped), or None when the remote is not HTTP(S) (ssh, a path, ``file://``)
+    or cannot be a config key (a newline in it)."""
+    if not remote:
+        return None
+    try:
+        parts = urlsplit(remote)
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:  # a port that is no number: git will refuse the URL itself
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "\n" in remote or "\0" in remote:
+        return None
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    return urlunsplit((parts.scheme.lower(), host + port, parts.path, "", ""))
+
+
+def _env(identity: Identity, remote: str | None = None) -> dict[str, str]:
     env = {
         "GIT_TERMINAL_PROMPT": "0",
         "GIT_ASKPASS": "/bin/false",
@@ -50,14 +70,35 @@ def _env(identity: Identity) -> dict[str, str]:
         "GIT_COMMITTER_EMAIL": identity.email,
         "GIT_CONFIG_NOSYSTEM": "1",
     }
+    config: list[tuple[str, str]] = []
+    scope = token_scope(remote)
+    if scope is not None:
+        # The most specific URL match wins in git's config: a user's own
+        # ``http.<their host>.followRedirects`` must not turn it back on for this remote.
+        config.append((f"http.{scope}.followRedirects", "false"))
     token = identity.token_source() if identity.token_source is not None else identity.token
-    if token:
+    if token and scope is not None:
+        # git matches ``http.<url>.*`` once, against the URL it was given, and sends the header on
+        # every request of that command wherever a redirect took it: the scope keeps the token off
+        # other remotes, ``followRedirects=false`` keeps git from being taken anywhere else.
         basic = base64.b64encode(f"{identity.token_user}:{token}".encode()).decode()
-        env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
-                    "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"})
+        config.append((f"http.{scope}.extraHeader", f"Authorization: Basic {basic}"))
+    if config:
+        env["GIT_CONFIG_COUNT"] = str(len(config))
+        for i, (key, value) in enumerate(config):
+            env[f"GIT_CONFIG_KEY_{i}"] = key
+            env[f"GIT_CONFIG_VALUE_{i}"] = value
     if "GIT_SSH_COMMAND" not in os.environ:
         env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes"
     return env
+
+
+def _token_forms(identity: Identity, env: Mapping[str, str]) -> list[str]:
+    """The token and its Basic header value as this command's environment holds them: masked out
+    of git's output (a user's ``GIT_TRACE_CURL`` or ``GIT_CURL_VERBOSE`` prints headers)."""
+    forms = [v.removeprefix("Authorization: Basic ") for k, v in env.items()
+             if k.startswith("GIT_CONFIG_VALUE_") and v.startswith("Authorization: Basic ")]
+    return forms + [identity.token] if identity.token else forms
 
 
 #: Commands that talk to a remote: their failures are told apart (credentials, access, no repository).
@@ -65,19 +106,41 @@ REMOTE_COMMANDS = frozenset({"clone", "fetch", "push", "ls-remote", "pull"})
 
 
 def git_process(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
-                env: Mapping[str, str] | None = None) -> "subprocess.CompletedProcess[str]":
+                env: Mapping[str, str] | None = None, remote: str | None = None
+                ) -> "subprocess.CompletedProcess[str]":
     """Run ``git <args>`` with hooks off and a time limit; the finished process, whatever its exit
-    code (``run_git`` raises on failure; a push's outcome is read by ``gitoutcome.push_outcome``)."""
+    code (``run_git`` raises on failure; a push's outcome is read by ``gitoutcome.push_outcome``).
+    ``remote``: the URL this command talks to, the only one the HTTPS token is sent to; git
+    follows no redirect. Its output comes back with the token masked (``_masked``)."""
     cmd = ["git", "-c", f"core.hooksPath={NO_HOOKS}", "-c", "core.fsmonitor=false", "-c", "protocol.file.allow=always",
-           "-c", f"http.userAgent={USER_AGENT}", *args]
+           "-c", f"http.userAgent={USER_AGENT}", "-c", "http.followRedirects=false", *args]
+    git_env = _env(identity, remote)
     try:
-        return subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **_env(identity), **(env or {})},
+        done = subprocess.run(cmd, cwd=str(cwd) if cwd else None, env={**os.environ, **git_env, **(env or {})},
                               capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=timeout,
                               stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
         raise GitError(f"git {args[0]} timed out after {timeout:.0f}s", transient=True) from None
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot run: {exc.strerror or exc}", transient=False) from None
+    if done.returncode == 0:
+        return done
+    known = _token_forms(identity, git_env)
+    return subprocess.CompletedProcess(done.args, done.returncode, _masked(done.stdout, known),
+                                       _masked(done.stderr, known))
+
+
+def _masked(text: str, known: list[str]) -> str:
+    """git's output of a failed command with the token, its Basic value, credential shapes and
+    URL passwords masked, and every line cleared of what is left of a known secret (a server
+    that echoes the token split across two ``remote:`` lines shows neither half)."""
+    lines = [masking.mask_fragments(ln, known) for ln in masking.mask(text, known).split("\n")]
+    return "\n".join(ln + REDIRECT_NOTE if _REDIRECT.search(ln) else ln for ln in lines)
+
+
+def failure_lines(text: str, known: list[str]) -> list[str]:
+    """The non-empty lines of git's output, masked as ``_masked`` does."""
+    return [ln.strip() for ln in _masked(text, known).splitlines() if ln.strip()]
 
 
 def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), timeout: float = LOCAL_TIMEOUT,
@@ -85,10 +148,11 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
     """Run ``git <args>`` with hooks off; GitError with the first useful stderr line on failure
     (for a command that talks to ``remote``, told apart: ``gitoutcome.remote_failure``).
     The output without its final newline, or exactly as git wrote it (``raw``: a file's text).
-    ``env``: more environment for this one command."""
-    done = git_process(args, cwd, identity, timeout, env)
+    ``env``: more environment for this one command. ``remote``: the URL it talks to (the only one
+    the HTTPS token goes to)."""
+    done = git_process(args, cwd, identity, timeout, env, remote)
     if done.returncode != 0:
-        stderr = redact_url(done.stderr + "\n" + done.stdout)
+        stderr = done.stderr + "\n" + done.stdout  # masked by git_process
         if args[0] in REMOTE_COMMANDS:
             told = remote_failure(stderr, redact_url(remote or _remote_arg(args)), args[0])
             if told is not None:
@@ -98,9 +162,17 @@ def run_git(args: list[str], cwd: Path | None, identity: Identity = Identity(), 
         if rejected:
             lines.insert(0, "! " + rejected.lstrip("!").strip())
         useful = next((ln for ln in lines if ln.startswith(("fatal:", "error:", "!", "remote:"))), lines[0] if lines else "")
+        redirected = _REDIRECT.search(useful)
         raise GitError(f"git {args[0]} failed: {useful or 'exit ' + str(done.returncode)}",
-                       transient=_transient(stderr)) from None
+                       transient=not redirected and _transient(stderr)) from None
     return done.stdout if raw else done.stdout.removesuffix("\n")
+
+
+#: How git (with curl) says the server answered a redirect it was told not to follow, and what
+#: syncer adds to that line wherever it is quoted (an error, a push's outcome).
+_REDIRECT = re.compile(r"returned error: 30[12378]\b")
+REDIRECT_NOTE = (" (a redirect: syncer follows none, so the git token goes to no other server; set --remote to the "
+                 "repository's current URL)")
 
 
 def _remote_arg(args: list[str]) -> str:
@@ -108,8 +180,8 @@ def _remote_arg(args: list[str]) -> str:
     return args[args.index("--") + 1] if "--" in args[:-1] else "origin"
 
 
-def history_runner(path: Path, identity: Identity = Identity(),
-                   fetch: bool = False) -> "Callable[[list[str], float], str | None]":
+def history_runner(path: Path, identity: Identity = Identity(), fetch: bool = False,
+                   remote: str | None = None) -> "Callable[[list[str], float], str | None]":
     """Git as the history base (syncer/gather/history.py) runs it in ``path``: a file's text exactly as
     stored, None on any failure (no answer, never an error). Without ``fetch`` (a person's
     checkout) a partial clone's missing versions are not fetched: that would ask for
@@ -118,7 +190,7 @@ def history_runner(path: Path, identity: Identity = Identity(),
 
     def run(args: list[str], timeout: float) -> str | None:
         try:
-            return run_git(args, path, identity, timeout, raw=True, env=extra)
+            return run_git(args, path, identity, timeout, raw=True, env=extra, remote=remote)
         except GitError:
             return None
     return run
@@ -127,7 +199,7 @@ def history_runner(path: Path, identity: Identity = Identity(),
 def remote_default_branch(remote: str, identity: Identity = Identity()) -> str:
     """The branch the remote's ``HEAD`` names (``main``, ``master``, ``trunk``): the base branch
     when none is given. One ``git ls-remote --symref``, time-bounded like every network call."""
-    out = run_git(["ls-remote", "--symref", "--", remote, "HEAD"], None, identity, NETWORK_TIMEOUT)
+    out = run_git(["ls-remote", "--symref", "--", remote, "HEAD"], None, identity, NETWORK_TIMEOUT, remote=remote)
     for line in out.splitlines():
         target, _, name = line.partition("\t")
         if name == "HEAD" and target.startswith("ref: refs/heads/"):
@@ -161,14 +233,14 @@ class Workspace:
         """Push HEAD to branch ``target`` of origin (``options``: a lease), as git told it:
         pushed, a race, or refused (``gitoutcome.push_outcome``)."""
         done = git_process(["push", "--quiet", "--porcelain", *options, "origin", f"HEAD:refs/heads/{target}"],
-                           self.path, self.identity, NETWORK_TIMEOUT)
+                           self.path, self.identity, NETWORK_TIMEOUT, remote=self.remote)
         return push_outcome(done.returncode, redact_url(done.stdout), redact_url(done.stderr), redact_url(self.remote),
                             target)
 
     def history_git(self) -> "Callable[[list[str], float], str | None]":
         """Git for the history base (syncer/gather/history.py) in this clone: it may fetch an old
         version of a file the blob-less clone lacks, with this clone's credentials."""
-        return history_runner(self.path, self.identity, fetch=True)
+        return history_runner(self.path, self.identity, fetch=True, remote=self.remote)
 
     @classmethod
     def open_or_clone(cls, remote: str, base: str, dest: Path, identity: Identity = Identity(),
@@ -190,7 +262,7 @@ class Workspace:
             return ws
         dest.mkdir(parents=True, exist_ok=True)
         run_git(["clone", "--quiet", "--no-tags", "--single-branch", "--branch", base, "--filter=blob:none",
-                 "--sparse", "--", remote, str(dest)], None, identity, NETWORK_TIMEOUT)
+                 "--sparse", "--", remote, str(dest)], None, identity, NETWORK_TIMEOUT, remote=remote)
         ws = cls(dest, remote, base, identity)
         ws.git("config", "core.hooksPath", NO_HOOKS)
         if not installation:

@@ -24,6 +24,8 @@ _DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?")
 _BASES = {"x": 16, "o": 8, "b": 2}
 _DIGITS = {2: frozenset("01"), 8: frozenset("01234567"), 10: frozenset("0123456789"),
            16: frozenset("0123456789abcdefABCDEF")}
+#: Digits of the largest 64-bit number in each base (2 ** 64 - 1).
+_MAX_DIGITS = {2: 64, 8: 22, 10: 20, 16: 16}
 #: Looked up before any number rule, by YAML 1.1 and Go alike.
 SPECIAL_FLOATS = frozenset({".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
                             ".nan", ".NaN", ".NAN"})
@@ -40,6 +42,8 @@ def _go_int(text: str) -> int | None:
     elif len(digits) > 1 and digits[0] == "0":
         base, digits = 8, digits[1:]
     if not digits or not set(digits) <= _DIGITS[base]:
+        return None
+    if len(digits.lstrip("0")) > _MAX_DIGITS[base]:  # over 64 bits whatever it says: never int() a long text
         return None
     value = sign * int(digits, base)
     if -(2 ** 63) <= value < 2 ** 63 or (not text.startswith(("+", "-")) and value < 2 ** 64):

@@ -508,16 +508,39 @@ def test_an_item_added_by_a_controller_is_reported_with_its_manager(tmp_path: Pa
 # -- templated files and write verification ------------------------------------------------------
 
 
-def test_templated_files_are_never_edited(tmp_path: Path) -> None:
+def test_a_templated_value_is_never_edited_and_the_files_other_values_are(tmp_path: Path) -> None:
+    """Templating is judged per value: the image git holds as ``{{ .Values.image }}`` is a
+    tool's input (reported, never written); the literal next to it is what the cluster got."""
     text = DEPLOY.replace("replicas: 2", "replicas: 2\n  revisionHistoryLimit: 5").replace(
         "image: web:1  # pinned", 'image: "{{ .Values.image }}"')
     live = _live_deploy()
     live["spec"]["revisionHistoryLimit"] = 7
+    live["spec"]["template"]["spec"]["containers"][0]["image"] = "web:2"
+    live["metadata"]["managedFields"].append(_mf("kubectl-edit", "2026-08-20T09:00:00Z", {"f:spec": {
+        "f:revisionHistoryLimit": {}, "f:template": {"f:spec": {"f:containers": {'k:{"name":"app"}': {"f:image": {}}}}}}}))
     bare, work, snap = _repo(tmp_path, {"web.yaml": text}, [live], "  Deployment: writeback\n")
     found = _diff(work, snap)
-    assert found[("Deployment", "spec.revisionHistoryLimit")] == ("value", "report", "templated: not written")
+    assert found[("Deployment", "spec.template.spec.containers[0].image")] == ("value", "report",
+                                                                              "templated: not written")
+    assert found[("Deployment", "spec.revisionHistoryLimit")][:2] == ("value", "write")
     out, proposed = _pr(work, snap, bare, tmp_path)
-    assert proposed is None, out
+    assert proposed == text.replace("revisionHistoryLimit: 5", "revisionHistoryLimit: 7"), out
+
+
+def test_a_shell_variable_in_a_command_is_text_not_a_template(tmp_path: Path) -> None:
+    """``${FRONTEND_ADDR}`` in a container's script is the shell's: no Flux postBuild in the
+    repository substitutes it, so the file's values are written (and the script kept)."""
+    text = DEPLOY.replace("        - name: app\n", "        - name: app\n          command: [sh, -c, 'wget ${FRONTEND_ADDR}']\n")
+    live = _live_deploy()
+    live["spec"]["template"]["spec"]["containers"][0]["command"] = ["sh", "-c", "wget ${FRONTEND_ADDR}"]
+    live["spec"]["revisionHistoryLimit"] = 7
+    live["metadata"]["managedFields"].append(_mf("kubectl-edit", "2026-08-20T09:00:00Z",
+                                                 {"f:spec": {"f:revisionHistoryLimit": {}}}))
+    text = text.replace("replicas: 2", "replicas: 2\n  revisionHistoryLimit: 5")
+    bare, work, snap = _repo(tmp_path, {"web.yaml": text}, [live], "  Deployment: writeback\n")
+    assert _diff(work, snap)[("Deployment", "spec.revisionHistoryLimit")][:2] == ("value", "write")
+    out, proposed = _pr(work, snap, bare, tmp_path)
+    assert proposed == text.replace("revisionHistoryLimit: 5", "revisionHistoryLimit: 7"), out
 
 
 def test_a_write_that_does_not_read_back_exactly_aborts_that_file(tmp_path: Path,

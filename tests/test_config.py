@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from syncer.config import parse_config
-from syncer.configvalues import parse_duration
+from syncer.config import parse_config, parse_duration
 from syncer.errors import ConfigError
 from syncer.model import Track
 

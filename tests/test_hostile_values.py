@@ -187,11 +187,12 @@ def test_inner_judgement_is_bounded() -> None:
 @pytest.mark.parametrize("value,what", [
     ("https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/abcdefghijklmnopqrstuvwx", "Slack webhook"),
     ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "Stripe"),
-    ("AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "Google"),
+    ("AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "gcp api key"),
     ("ASIAY34FZKBOKMUTVV7A", "AWS"),
     ("sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z", "OpenAI"),
     ("Authorization: Bearer " + "0123456789abcdef" * 2, "bearer"),
     ("Basic " + base64.b64encode(b"admin:hunter2").decode(), "basic"),
+    ("ghs_123456_eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJodHRwczovL2dpdGh1Yi5jb20ifQ.c2lnbmF0dXJl", "access token"),
 ])
 def test_credential_shapes_are_secret_values(value: str, what: str) -> None:
     """Was: none of these shapes was known; all committed to main."""

@@ -333,6 +333,44 @@ def test_a_kustomization_that_does_not_build_is_one_line_naming_it(tmp_path: Pat
     assert "syncer-kustomize-" not in err  # the scratch copy's path is not shown
 
 
+#: kubectl as some builds (v1.32.4) print a failed command: klog's header and its structured
+#: value around kustomize's error (each line after a tab, then " >"), replayed around the real
+#: kubectl's own error.
+KLOG_KUBECTL = """#!{python}
+import subprocess, sys
+done = subprocess.run([{real!r}, *sys.argv[1:]], capture_output=True, text=True)
+sys.stdout.write(done.stdout)
+if done.returncode:
+    said = done.stderr.strip().removeprefix("error: ")
+    sys.stderr.write('E1201 10:32:17.123456   12345 run.go:72] "command failed" err=<\\n')
+    sys.stderr.write("".join("\\t" + line + "\\n" for line in said.splitlines()) + " >\\n")
+sys.exit(done.returncode)
+"""
+
+
+def test_kustomize_errors_wrapped_in_klog_by_the_kubectl_on_path_are_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No SYNCER_KUSTOMIZE: the kubectl on PATH renders, and it is another kubectl than the one
+    .ci installs, one that wraps its errors in klog's structure: the message is still one line."""
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "kubectl"
+    wrapper.write_text(KLOG_KUBECTL.format(python=sys.executable, real=str(KUBECTL)))
+    wrapper.chmod(0o755)
+    monkeypatch.delenv("SYNCER_KUSTOMIZE")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    repo = midgard(tmp_path)
+    (repo / "hosts" / "midgard" / "replicas.yaml").unlink()
+    code, out, err = run("diff", "midgard", "--repo", str(repo), "--live-file", str(ROOT / "examples" / "midgard-live.yaml"))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith("syncer: error: hosts/midgard: kustomize build failed: trouble configuring builtin "
+                          "PatchTransformer with config: ` path: replicas.yaml `: failed to get the patch file"), err
+    assert err.endswith("lstat hosts/midgard/replicas.yaml: no such file or directory\n"), err
+    assert "E1201" not in err and "command failed" not in err and " >" not in err
+
+
 def test_the_binary_is_configurable_and_a_missing_one_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="no-such-kustomize' not found"):
         load_source(midgard(tmp_path), "midgard", "default", tools=Tools(kustomize=str(tmp_path / "no-such-kustomize")))

@@ -163,7 +163,8 @@ def test_find_reports_person_made_objects_with_who_and_when(tmp_path: Path) -> N
     assert secret.live is None and "aHVudGVyMg" not in repr(secret)
     assert service.manager == "kubectl-create" and service.changed_at == "2026-11-30T08:00:00Z"
     assert service.reason.startswith("no owner, created by kubectl-create at 2026-11-30T08:00:00Z")
-    assert file_for("t", "Service", "ns", "../../x") == "hosts/t/untracked/ns/service-_.._x.yaml"  # no path climbs out
+    climbed = file_for("t", "Service", "ns", "../../x")  # no path climbs out
+    assert climbed.startswith("hosts/t/untracked/ns/service-_.._x-") and climbed.count("/") == 4
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -287,3 +288,58 @@ def test_a_committed_symlink_or_a_long_name_never_takes_a_new_file_elsewhere(tmp
     assert list(outside.iterdir()) == []
     stem = Path(file_for("t", "ConfigMap", "ns", long_name)).stem
     assert len(stem) <= MAX_STEM and stem.startswith("configmap-aaaa")
+
+
+#: Names that clean to one file name: each pair collided (issue #33: both "proposed", one lost).
+ALIKE = ["a/b", "a_b", "caf\u00e9", "caf\u00e8", "cafe\u0301", ".", "..", "x y", "x_y"]
+
+
+def test_names_that_clean_alike_get_distinct_stable_files() -> None:
+    files = [file_for("t", "ConfigMap", "ns", n) for n in ALIKE]
+    assert len(set(files)) == len(files), files
+    assert files == [file_for("t", "ConfigMap", "ns", n) for n in ALIKE]  # the same every pass
+    assert file_for("t", "ConfigMap", "ns", "a_b") == "hosts/t/untracked/ns/configmap-a_b.yaml"  # clean names stay
+    assert file_for("t", "ConfigMap", "a/b", "x") != file_for("t", "ConfigMap", "a_b", "x")
+    assert all(len(Path(f).name.encode()) <= 255 and ".." not in Path(f).parts for f in files)
+
+
+def test_objects_that_would_still_share_a_file_are_both_reported_and_neither_written(tmp_path: Path) -> None:
+    """Names that differ only in case share a file on a case-insensitive checkout (macOS, Windows)."""
+    work, bare = tmp_path / "work", tmp_path / "origin.git"
+    host = work / "hosts" / "t"
+    host.mkdir(parents=True)
+    (host / "syncer.conf").write_text("installation: t\nnamespace: ns\ntrack:\n  ConfigMap: writeback\n"
+                                      "untracked: propose\n")
+    (host / "app.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  A: '1'\n")
+    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "add", ".")
+    _git(work, "commit", "-qm", "t")
+    _git(work, "remote", "add", "origin", str(bare))
+    _git(work, "push", "-q", "origin", "main")
+    items = [_obj("ConfigMap", "app", data={"A": "1"})] + [
+        _obj("ConfigMap", n, data={"who": n}) for n in [*ALIKE, "Web", "web"]]
+    snap = tmp_path / "live.json"
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = io.StringIO()
+    code = main(["diff", "t", "--repo", str(work), "--live-file", str(snap), "-o", "json"], now=NOW, stdout=out,
+                stderr=io.StringIO())
+    doc = json.loads(out.getvalue())
+    by_name = {d["name"]: d for d in doc["drifts"]}
+    assert code == 1 and set(by_name) == {*ALIKE, "Web", "web"}
+    for n in ("Web", "web"):
+        assert by_name[n]["action"] == "report" and not by_name[n]["file"]
+        assert "would be written to the same file" in by_name[n]["reason"]
+        assert "proposed" not in by_name[n]["reason"]
+    assert {by_name[n]["action"] for n in ALIKE} == {"write"}
+    assert len({by_name[n]["file"] for n in ALIKE}) == len(ALIKE)
+    code = main(["sync", "t", "--repo", str(work), "--live-file", str(snap), "--mode", "commit"], now=NOW,
+                stdout=io.StringIO(), stderr=io.StringIO())
+    assert code == 0
+    check = tmp_path / "check"
+    _git(tmp_path, "clone", "-q", str(bare), str(check))
+    written = sorted(p.relative_to(check).as_posix() for p in (check / "hosts/t/untracked").rglob("*.yaml"))
+    assert written == sorted(by_name[n]["file"] for n in ALIKE)  # every proposed one written, nothing else
+    for n in ALIKE:  # each file holds its own object
+        doc = parse_documents((check / by_name[n]["file"]).read_text(), by_name[n]["file"])[0]
+        assert doc["metadata"]["name"] == n and doc["data"] == {"who": n}

@@ -181,4 +181,12 @@ def installation_values(repo: Path, installation: str, namespace: str | None, to
             f"(namespace {config.namespace}); a kind set to `ignore` in syncer.conf is neither read nor granted\n")
     tail = "".join(f"# not covered: {ref} is outside namespace {config.namespace} (the chart's Role is namespaced)\n"
                    for ref in values.elsewhere)
+    objects = loaded.manifests.objects
+    generated = sorted({f"{objects[ref].generator}-<hash>" for ref in live_reads(loaded.config, loaded.manifests)
+                        if ref in objects and objects[ref].generator and ref.namespace == config.namespace})
+    if generated:
+        tail += (f"# {', '.join(generated)}: named by kustomize after its content, so a new content is a new name,\n"
+                 "# which a Role by names cannot follow: rbac.watchKinds lists and watches the kind instead, and\n"
+                 "# syncer finds the new name (or, before it is applied, the old one) by its generator.\n"
+                 "rbac:\n  watchKinds: true\n")
     return head + values.text + tail

@@ -62,6 +62,9 @@ class Inputs:
     tracking: Tracking | None = None
     #: rendered objects as their tool last applied them (a Helm release's deployed manifest)
     released: Mapping[ObjectRef, JSON] = field(default_factory=dict)
+    #: generated objects (kustomize's content hash in the name) the cluster holds under the name
+    #: of an older content: git's ref -> the live name it was read under
+    renamed: Mapping[ObjectRef, str] = field(default_factory=dict)
 
 
 def live_object(live: Mapping[ObjectRef, LiveRead], ref: ObjectRef) -> JSON | None:

@@ -83,10 +83,30 @@ def normalize(obj: JSON) -> JSON:
     folded = FOLDED.get(str(out.get("kind")))
     if folded is not None and isinstance(out.get(folded[0]), dict):
         out = _folded(out, *folded)
+    for key in ("data", "binaryData") if out.get("kind") in ("Secret", "ConfigMap") else ():
+        if key != "data" or out.get("kind") == "Secret":
+            _bytes_as_stored(out, key)
     filled = CONTROLLER_FILLED.get(str(out.get("kind")))
     if filled is not None and out.get(filled[0]) is not None:
         out.pop(filled[1], None)  # the control plane's (an aggregated ClusterRole's rules)
     return out
+
+
+def _bytes_as_stored(obj: JSON, key: str) -> None:
+    """base64 values (a Secret's ``data``, a ConfigMap's ``binaryData``) compared as the bytes
+    they encode: kustomize wraps a long one over several lines, the server stores it on one."""
+    values = obj.get(key)
+    if not isinstance(values, dict) or not any(isinstance(v, str) and any(c in v for c in " \n\r\t")
+                                               for v in values.values()):
+        return
+    out = dict(values)
+    for name, value in values.items():
+        if isinstance(value, str) and any(c in value for c in " \n\r\t"):
+            try:
+                out[name] = base64.b64encode(base64.b64decode("".join(value.split()), validate=True)).decode("ascii")
+            except ValueError:
+                pass  # not base64: compared as it is (and the server would refuse it)
+    obj[key] = out
 
 
 def _folded(obj: JSON, write_only: str, into: str) -> JSON:

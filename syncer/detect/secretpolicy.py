@@ -107,8 +107,13 @@ def looks_secret(kind: str, fd: FieldDiff, patterns: Sequence[str], git_doc: Any
         return why
     # inside the value: a credential's shape, a file's secret key, binaryData decoded (``secrets``)
     binary = kind == "ConfigMap" and path[:1] == ("binaryData",)
-    return (values.judge(fd.live, patterns, binary=binary, caches=caches)
-            or values.judge(fd.git, patterns, binary=binary, caches=caches))
+    why = (values.judge(fd.live, patterns, binary=binary, caches=caches)
+           or values.judge(fd.git, patterns, binary=binary, caches=caches))
+    # a config file whose only secret-looking lines are the same on both sides: its other lines go
+    if why and not binary and isinstance(fd.git, str) and isinstance(fd.live, str) \
+            and values.only_unchanged_secret_lines(fd.git, fd.live, patterns):
+        return None
+    return why
 
 
 def judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str], git_doc: Any = None,

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from syncer import USER_AGENT
-from syncer.forges._http import ForgeHttp, excerpt
+from syncer.forges._http import ForgeHttp
 from syncer.forges.tokens import TokenSource
 from syncer.forges.base import PullRequest, is_own
 
@@ -71,7 +71,7 @@ class ForgeClient:
             if not isinstance(name, str) or not name:
                 raise self._http.error(
                     f"{self.kind} at {self._http.shown_url} answered GET {self.account_path} without the "
-                    f"token's {self.account_field}: {excerpt(response.text)}", transient=True,
+                    f"token's {self.account_field}: {self._http.excerpt(response.text)}", transient=True,
                 )
             self._account = name
         return self._account

@@ -15,7 +15,8 @@ It owns the rules that must not differ between forges:
   token minted again), 403 a missing permission, 404 a repository not found or not visible:
   permanent ``ForgeError``s that say what is wrong;
 - the token lives only in the per-request header; every message is passed through
-  ``redact_text`` and error bodies are cut to 300 characters.
+  ``redact_text``, and an error body is quoted only as ``ForgeHttp.excerpt``: masked (the
+  tokens, credential shapes) *before* it is cut to 300 characters, then checked again.
 
 What the forge modules build on it (their account, their own PR) is ``_client.ForgeClient``.
 """
@@ -36,6 +37,7 @@ import httpx
 from syncer import httpbound
 from syncer.errors import ForgeAuthFailed, ForgeError
 from syncer.forges.tokens import StaticToken, TokenSource
+from syncer.secrets import masking
 from syncer.secrets.redact import redact_text, redact_url
 
 log = logging.getLogger("syncer.forges")
@@ -64,10 +66,6 @@ class ForgeRateLimited(ForgeError):
         self.retry_at = retry_at  # epoch seconds (per the injected clock)
 
 
-def excerpt(text: str, limit: int = BODY_EXCERPT) -> str:
-    """One line, at most ``limit`` characters (the last one an ellipsis when cut)."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class ForgeHttp:
@@ -114,6 +112,11 @@ class ForgeHttp:
 
     def redact(self, text: str) -> str:
         return redact_text(text, self._token.known())
+
+    def excerpt(self, text: str) -> str:
+        """What a message may quote of an answer's body: this client's tokens and every
+        credential shape masked before it is cut to ``BODY_EXCERPT`` characters."""
+        return masking.excerpt(text, self._token.known(), BODY_EXCERPT)
 
     def error(self, message: str, *, transient: bool) -> ForgeError:
         """A ForgeError whose message is guaranteed free of the token."""
@@ -186,7 +189,7 @@ class ForgeHttp:
                     problem = f"rate limited (HTTP {status})"
                     wait = limit_wait
                 elif status in RETRY_STATUSES:
-                    problem = f"HTTP {status}: {excerpt(response.text)}"
+                    problem = f"HTTP {status}: {self.excerpt(response.text)}"
                     wait = self._backoff(attempt)
                 elif status == 401 and not renewed and self._token.expire():
                     # A minted token the forge no longer takes (revoked, or expired early): one
@@ -269,7 +272,7 @@ class ForgeHttp:
 
     def _permanent(self, response: httpx.Response, shown: str, permission: str) -> ForgeError:
         status = response.status_code
-        body = excerpt(response.text)
+        body = self.excerpt(response.text)
         if status == 401:
             return ForgeAuthFailed(self.redact(
                 f"{self.forge} at {self.shown_url} rejected syncer's token (expired or revoked?): check "
@@ -309,7 +312,7 @@ class ForgeHttp:
     def _unexpected(self, response: httpx.Response, what: str) -> ForgeError:
         return self.error(
             f"{self.forge} at {self.shown_url} answered {response.request.method} "
-            f"{response.request.url.path} with {what}: {excerpt(response.text)}",
+            f"{response.request.url.path} with {what}: {self.excerpt(response.text)}",
             transient=True,
         )
 

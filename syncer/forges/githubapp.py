@@ -22,10 +22,11 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -35,9 +36,10 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from syncer import USER_AGENT
+from syncer import USER_AGENT, bounds
+from syncer.bounds import InputRejected
 from syncer.errors import ConfigError, ForgeError
-from syncer.forges._http import ForgeHttp, excerpt
+from syncer.forges._http import ForgeHttp
 from syncer.model import JSON
 
 log = logging.getLogger("syncer.forges")
@@ -49,6 +51,16 @@ JWT_LIFETIME = 540
 JWT_BACKDATE = 60
 #: Tokens remembered for masking (a long-running sidecar mints one an hour).
 KNOWN_TOKENS = 8
+#: A token answer is a few hundred bytes (a stateless ``ghs_`` token is some 520 characters).
+MAX_TOKEN_ANSWER = 64 * 1024
+#: An ``expires_at`` further from this machine's clock is refused (GitHub's tokens last an hour).
+MAX_EXPIRY_SKEW = 24 * 3600.0
+#: An installation token as GitHub writes it: ``ghs_`` + 36 characters, or the stateless
+#: ``ghs_<app id>_<JWT>`` (letters, digits, ``_`` and ``.``); other token types are accepted too.
+_TOKEN = re.compile(r"[A-Za-z0-9_.\-]{16,4096}")
+_ISO_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?"
+                       r"(?:[Zz]|[+-][0-9]{2}:?[0-9]{2})?")
+_YEAR_9999 = 253402300799
 
 HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28", "User-Agent": USER_AGENT}
 KEY_FLAG = "--github-app-key-file"
@@ -170,7 +182,7 @@ class InstallationToken:
                 slug = self._json(response).get("slug")
                 if not isinstance(slug, str) or not slug:
                     raise self._http.error(f"github at {self._http.shown_url} answered GET /app without its slug: "
-                                           f"{excerpt(response.text)}", transient=True)
+                                           f"{self._http.excerpt(response.text)}", transient=True)
                 self._account = f"{slug}[bot]"
             return self._account
 
@@ -183,41 +195,96 @@ class InstallationToken:
                 raise ForgeError(f"the GitHub App {self.app_id} is not installed on {self._repo} at "
                                  f"{self._http.shown_url} (install it there, or give --github-app-installation-id)",
                                  transient=False)
-            self._installation = _integer(self._json(response).get("id"), "installation id", response)
+            self._installation = _integer(self._json(response).get("id"), "installation id", response, self._http)
         return self._installation
 
     def _mint(self) -> None:
         installation = self._installation_id()
-        response = self._http.request("POST", f"/app/installations/{installation}/access_tokens",
-                                      permission="the app's installation")
-        doc = self._json(response)
-        token, expires = doc.get("token"), doc.get("expires_at")
-        if not isinstance(token, str) or not token or not isinstance(expires, str):
-            raise self._http.error(f"github at {self._http.shown_url} answered POST /app/installations/"
-                                   f"{installation}/access_tokens without token and expires_at: "
-                                   f"{excerpt(response.text)}", transient=True)
-        try:
-            expires_at = datetime.fromisoformat(expires.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            raise ForgeError(f"github at {self._http.shown_url} sent expires_at {expires!r}, not a time",
-                             transient=True) from None
+        path = f"/app/installations/{installation}/access_tokens"
+        response = self._http.request("POST", path, permission="the app's installation")
+        token, expires_at = token_answer(response.text, f"github at {self._http.shown_url}: POST {path}",
+                                         self._clock(), remember=self._remember)
         self._current, self._expires_at = token, expires_at
-        self._known = [*self._known[-(KNOWN_TOKENS - 1):], token]
+        when = datetime.fromtimestamp(expires_at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         log.info("github app %s: installation token for installation %s, valid until %s", self.app_id,
-                 installation, expires)
+                 installation, when)
         if self.on_token is not None:
             self.on_token(token)
+
+    def _remember(self, token: str) -> None:
+        """Mask ``token`` from now on, before anything about its answer can be said."""
+        self._known = [*self._known[-(KNOWN_TOKENS - 1):], token]
 
     def _json(self, response: httpx.Response) -> JSON:
         doc = self._http.json(response)
         if not isinstance(doc, dict):
             raise self._http.error(f"github at {self._http.shown_url} answered {response.request.url.path} with "
-                                   f"something other than an object: {excerpt(response.text)}", transient=True)
+                                   f"something other than an object: {self._http.excerpt(response.text)}",
+                                   transient=True)
         return doc
 
 
-def _integer(value: Any, what: str, response: httpx.Response) -> int:
+def _integer(value: Any, what: str, response: httpx.Response, http: ForgeHttp) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise ForgeError(f"github answered {response.request.url.path} without a numeric {what}: "
-                     f"{excerpt(response.text)}", transient=True)
+    raise http.error(f"github answered {response.request.url.path} without a numeric {what}: "
+                     f"{http.excerpt(response.text)}", transient=True)
+
+
+def token_answer(body: str, where: str, now: float, remember: Callable[[str], None] = lambda _: None
+                 ) -> tuple[str, float]:
+    """The installation token and when it expires (epoch seconds) from the answer ``body`` to
+    ``POST /app/installations/{id}/access_tokens``. That answer is never quoted, whatever is
+    wrong with it: it may hold a token. The token is handed to ``remember`` (the mask) before
+    ``expires_at`` is judged. A field that is missing or not what GitHub documents fails closed:
+    an error naming the field, and the token is not used."""
+    try:
+        doc = bounds.load_json(body, where, max_bytes=MAX_TOKEN_ANSWER)
+    except (ValueError, InputRejected):
+        raise ForgeError(f"{where}: the answer is no JSON of at most {MAX_TOKEN_ANSWER} bytes (a token answer, not "
+                         "quoted)", transient=True) from None
+    if not isinstance(doc, dict):
+        raise ForgeError(f"{where}: the answer is {_what(doc)}, not an object (a token answer, not quoted)",
+                         transient=True)
+    token = doc.get("token")
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        raise ForgeError(f"{where}: field token is {_what(token)}, not a token (the answer is not quoted)",
+                         transient=True)
+    remember(token)
+    expires = expiry(doc.get("expires_at"))
+    if expires is None:
+        raise ForgeError(f"{where}: field expires_at is {_what(doc.get('expires_at'))}, not a time GitHub writes "
+                         "(RFC 3339 such as 2016-07-11T22:14:10Z, or epoch seconds); the token is not used",
+                         transient=True)
+    if not now - MAX_EXPIRY_SKEW <= expires <= now + MAX_EXPIRY_SKEW:
+        raise ForgeError(f"{where}: field expires_at is more than {MAX_EXPIRY_SKEW / 3600:.0f} hours from now by "
+                         "this machine's clock (GitHub's tokens last one hour: is the clock right?); the token is "
+                         "not used", transient=True)
+    return token, expires
+
+
+def expiry(value: object) -> float | None:
+    """``expires_at`` as epoch seconds, or None when it is none of the shapes GitHub writes: an
+    RFC 3339 / ISO 8601 time (``2016-07-11T22:14:10Z``, fractions of a second, an offset, a space
+    for the ``T``; no offset is UTC), or a number of epoch seconds (as in a JWT's ``exp``)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if 0 < value < _YEAR_9999 else None
+    if not isinstance(value, str) or not _ISO_TIME.fullmatch(value.strip()):
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().upper().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _what(value: object) -> str:
+    """A value described without quoting it: its JSON type, and a string's length."""
+    if value is None:
+        return "missing (or null)"
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    kinds = {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)

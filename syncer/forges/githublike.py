@@ -21,7 +21,7 @@ import httpx
 
 from syncer.errors import PullRequestExists
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import Params, excerpt
+from syncer.forges._http import Params
 from syncer.forges.tokens import TokenSource
 from syncer.forges.base import PrState, PullRequest
 
@@ -148,7 +148,7 @@ class GitHubLike(ForgeClient):
             raise self._http.error(
                 f"{self.kind} refused to open a pull request from {head} into {base} on {self._http.repo} "
                 f"(do both branches exist{self.refused_hint}?): HTTP {response.status_code}: "
-                f"{excerpt(response.text)}", transient=False)
+                f"{self._http.excerpt(response.text)}", transient=False)
         pr = self._to_pr(cast(Pull, self._http.json(response)))
         return self._set_labels(pr, labels) if labels and not self.labels_on_create else pr
 

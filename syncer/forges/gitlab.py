@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import Params, excerpt
+from syncer.forges._http import Params
 from syncer.forges.tokens import TokenSource
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
@@ -119,7 +119,7 @@ class GitLabForge(ForgeClient):
             raise self._http.error(
                 f"gitlab refused to open a merge request from {head} into {base} on "
                 f"{self._http.repo} (do both branches exist?): HTTP {response.status_code}: "
-                f"{excerpt(response.text)}", transient=False,
+                f"{self._http.excerpt(response.text)}", transient=False,
             )
         return _to_pr(cast(_MergeRequest, self._http.json(response)))
 

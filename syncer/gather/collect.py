@@ -24,11 +24,11 @@ from syncer.detect import endpoints, engine
 from syncer.detect.binding import config_map_ref
 from syncer.cache import Caches, by_identity
 from syncer.config import BoundConfig, Config
-from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, SyncerError
+from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, Forbidden, SyncerError
 from syncer.gather.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
 from syncer.detect.inputs import Answer, Inputs, LiveRead, Question, Record
-from syncer.gather.live import LiveSource
+from syncer.gather.live import Lister, LiveSource
 from syncer.sources.manifests import GitObject, Manifests
 from syncer.detect.tracking import tracking
 from syncer.model import JSON, Drift, GitSays, ObjectRef, Path, Result, Track
@@ -133,6 +133,7 @@ def gather(config: BoundConfig, manifests: Manifests, source: LiveSource, caches
         live[ref] = read = _reread(source, ref, found)
         if read is None and (versions := tuple(source.other_versions(ref))):
             others[ref] = versions
+    renamed = _generated_renames(source, manifests, live)
     records: dict[ObjectRef, Record | Exception] | None = None
     readable: bool | None = None
     reusable = source.immutable
@@ -154,7 +155,51 @@ def gather(config: BoundConfig, manifests: Manifests, source: LiveSource, caches
             records[ref] = _record(store, ref)
     released = release_bases(source, manifests) if manifests.releases else {}  # what Helm last deployed
     return Inputs(manifests, live, others, records, readable is not False, observed_since or {},
-                  {} if history else None, reusable, made, released=released)
+                  {} if history else None, reusable, made, released=released, renamed=renamed)
+
+
+def _generated_by(name: str, generator: str) -> bool:
+    """Is ``name`` the generator's, with another content hash (ten characters of kustomize's
+    alphabet: hex with 0, 1, 3, a, e swapped for g, h, k, m, t)?"""
+    rest = name[len(generator):]
+    return name.startswith(generator) and len(rest) == 11 and rest[0] == "-" and all(c in "2456789bcdfghkmt" for c in rest[1:])
+
+
+def _generated_renames(source: LiveSource, manifests: Manifests, live: dict[ObjectRef, LiveRead]) -> dict[ObjectRef, str]:
+    """For each generated object absent live under the name git renders (kustomize hashes its
+    content into the name: a git change not applied yet is a new name), the live object of the
+    same generator, read as git's: compared under git's name, its older name said in a note.
+    Found by listing the kind in the namespace where the source can (the chart's
+    ``rbac.watchKinds``; a Role limited by names cannot list: then it stays absent, or
+    unreadable), which also reads a new name the Role does not name; of several, the newest."""
+    if not isinstance(source, Lister):
+        return {}
+    absent = [ref for ref, read in live.items()
+              if (read is None or isinstance(read, Forbidden)) and ref in manifests.objects
+              and manifests.objects[ref].generator]
+    listed: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    renamed: dict[ObjectRef, str] = {}
+    for ref in absent:
+        key = (ref.api_version, ref.kind, ref.namespace)
+        if key not in listed:
+            try:
+                listed[key] = source.list_objects(*key)
+            except SyncerError:
+                listed[key] = []
+        want = manifests.objects[ref].generator
+        exact = [o for o in listed[key] if isinstance(o.get("metadata"), dict) and o["metadata"].get("name") == ref.name]
+        if exact:  # a Role that may list the kind but not get this name (rbac.watchKinds)
+            live[ref] = exact[0]
+            continue
+        same = [o for o in listed[key] if isinstance(o.get("metadata"), dict)
+                and isinstance(o["metadata"].get("name"), str) and o["metadata"]["name"] != ref.name
+                and _generated_by(o["metadata"]["name"], want)]
+        if not same:
+            continue
+        newest = max(same, key=lambda o: (str(o["metadata"].get("creationTimestamp") or ""), o["metadata"]["name"]))
+        renamed[ref] = newest["metadata"]["name"]
+        live[ref] = {**newest, "metadata": {**newest["metadata"], "name": ref.name}}
+    return renamed
 
 
 #: Which file's git history tells who changed an object's fields (``Source.history_file``).

@@ -18,6 +18,7 @@ import threading
 import time
 import warnings
 from collections.abc import Generator, Sequence
+from contextlib import nullcontext
 from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
@@ -28,6 +29,7 @@ from urllib3.connectionpool import HTTPConnectionPool
 from syncer.bounds import MAX_JSON_DEPTH
 from syncer.errors import NOTHING_READABLE, ClusterError
 from syncer.kinds import ALTERNATE_VERSIONS
+from syncer.kube.budget import Budget
 from syncer.kube.config import Connection, ReadYaml, load_connection, ssl_context
 from syncer.kube.errors import ApiError, ClusterUnreachable, TooLarge, Unparsable, api_error, cause
 from syncer.kube.transport import (
@@ -112,6 +114,10 @@ class KubeClient:
         self._lock = threading.Lock()
         self._groups: dict[str | None, tuple[list[str], float]] = {}
         self.clock = time.monotonic  # replaced by tests
+        #: The sidecar's: every answer's bytes count against the watch streams' one budget while
+        #: they are read and parsed (a hostile server's answers are bounded in total, not only
+        #: each by ``max_body``). None: the one-shot commands, one request at a time.
+        self.budget: Budget | None = None
 
     @property
     def host(self) -> str:
@@ -162,7 +168,10 @@ class KubeClient:
             REQUEST.deadline = None
         return resp, REQUEST.armed
 
-    def _read(self, resp: BaseHTTPResponse, armed: Armed | None, what: str, budget: float) -> bytes:
+    def _read(self, resp: BaseHTTPResponse, armed: Armed | None, what: str, budget: float,
+              held: list[int] | None = None) -> bytes:
+        """The whole answer; with ``held``, its bytes are taken from ``self.budget`` (and counted
+        in ``held[0]`` for the caller to give back once parsed; on failure they are given back here)."""
         try:
             length = int(resp.headers.get("Content-Length") or 0)
             if length > self.max_body:
@@ -170,6 +179,9 @@ class KubeClient:
                 raise TooLarge(f"{what}: answer of {length} bytes is larger than {self.max_body}")
             buf = bytearray()
             while chunk := resp.read(65536):
+                if held is not None and self.budget is not None:
+                    self.budget.take(len(chunk), what)
+                    held[0] += len(chunk)
                 buf += chunk
                 if len(buf) > self.max_body:
                     drop(resp)
@@ -179,6 +191,9 @@ class KubeClient:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             drop(resp)
             raise self._unreachable(what, exc, bool(armed and armed.fired), budget) from None
+        except BaseException:
+            drop(resp)
+            raise
         finally:
             if armed is not None:
                 armed.disarm()
@@ -189,13 +204,19 @@ class KubeClient:
         what = what or f"{method} {path}"
         t = timeouts or self.timeouts
         resp, armed = self._send(method, path, query, body, what, t, t.total, stream=False)
-        data = self._read(resp, armed, what, t.total)
-        if resp.status == 404:
-            return None
+        held = [0]
         try:
-            doc = self._parse(data, what)
-        except ValueError:
-            doc = None
+            data = self._read(resp, armed, what, t.total, held)
+            if resp.status == 404:
+                return None
+            try:
+                with self.budget.parsing(len(data)) if self.budget is not None else nullcontext():
+                    doc = self._parse(data, what)
+            except ValueError:
+                doc = None
+        finally:
+            if self.budget is not None:
+                self.budget.give(held[0])
         if not 200 <= resp.status < 300:
             raise self._api_error(resp.status, doc if isinstance(doc, dict) else data, what)
         if not isinstance(doc, dict):
@@ -236,7 +257,7 @@ class KubeClient:
         again at the next request (a rotated token heals without a restart)."""
         if status == 401:
             self.conn.rejected()
-        return api_error(status, body, what, self.conn.describe())
+        return api_error(status, body, what, self.conn.describe(), self.conn.known())
 
     # -- discovery ------------------------------------------------------------------------
 

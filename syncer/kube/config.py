@@ -57,6 +57,7 @@ class Connection:
     impersonate: str | None = None
     impersonate_groups: tuple[str, ...] = ()
     _file_token: tuple[float, str] = field(default=(0.0, ""), repr=False)
+    _sent: str = field(default="", repr=False)  # the credential of the last header built
 
     def identity_headers(self) -> list[tuple[str, str]]:
         """The impersonation headers every request carries (one ``Impersonate-Group`` per group,
@@ -66,8 +67,19 @@ class Connection:
         return [("Impersonate-User", self.impersonate), *(("Impersonate-Group", g) for g in self.impersonate_groups)]
 
     def authorization(self) -> str | None:
-        """The ``Authorization`` header to send; ``kube.NoCredentials`` when the token file
-        cannot be read or the credential plugin fails."""
+        """The ``Authorization`` header of the next request (``Bearer ...``, ``Basic ...``), or None;
+        ``kube.NoCredentials`` when the token file cannot be read or the credential plugin fails."""
+        value = self._authorization()
+        if value:
+            self._sent = value.partition(" ")[2]
+        return value
+
+    def known(self) -> list[str]:
+        """The secrets this connection sends, for masking them out of error text; no I/O."""
+        found = [self._sent, self.token or "", self._file_token[1], self.basic[1] if self.basic else ""]
+        return [s for s in found if s]
+
+    def _authorization(self) -> str | None:
         if self.auth_hook is not None:
             try:
                 return self.auth_hook()

@@ -7,18 +7,20 @@ Authentication is not authorisation: a 401 (``Unauthorized``) means the API serv
 take syncer's credentials at all, so nothing can be read with them; a 403 (``Refused``) means
 it knows who syncer is, and that account may not read this one object.
 
-``api_error`` turns a non-2xx answer into one of them (the body truncated before it reaches a
-log line); ``cause`` names a transport failure (``connection refused``), not its class.
+``api_error`` turns a non-2xx answer into one of them (the body masked, then cut, before it
+reaches a log line); ``cause`` names a transport failure (``connection refused``), not its class.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
+from collections.abc import Sequence
 
 import urllib3
 
 from syncer.errors import ClusterError, CredentialsRejected, Forbidden, Unreachable
+from syncer.secrets import masking
 
 
 class KubeError(ClusterError):
@@ -80,14 +82,16 @@ class Gone(ApiError):
 REJECTED = "the API server rejected syncer's credentials (token expired or revoked?)"
 
 
-def api_error(status: int, body: object, what: str, credentials: str = "") -> ApiError:
+def api_error(status: int, body: object, what: str, credentials: str = "", known: Sequence[str] = ()) -> ApiError:
     """Our error for a non-2xx answer; ``body`` is the Status object, or raw bytes;
-    ``credentials`` says which credentials were sent (a 401 names them: what to check)."""
+    ``credentials`` says which credentials were sent (a 401 names them: what to check). The
+    message quotes at most 300 characters of the body, masked before the cut: ``known`` (the
+    connection's credentials) and every credential shape (a service-account JWT, ``Bearer ...``)."""
     if isinstance(body, dict):
         message, reason = str(body.get("message") or ""), str(body.get("reason") or "")
     else:
         message, reason = (body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")), ""
-    message = " ".join(message.split())[:300]  # bodies are truncated before they reach a log line
+    message = masking.excerpt(message, known, 300)
     if status == 410:
         return Gone(f"{what}: resourceVersion expired (410): {message}", status, reason, transient=True)
     if status == 401:

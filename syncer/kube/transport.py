@@ -180,7 +180,9 @@ class Stream:
         clean = False
         try:
             if getattr(raw, "chunked", False):
-                yield from raw.stream(None, decode_content=True)  # one piece per HTTP chunk
+                # at most 64 KiB a piece (a piece per HTTP chunk when smaller): one chunk header
+                # announcing a terabyte must not be read whole, nor a compressed piece unpacked whole
+                yield from raw.stream(65536, decode_content=True)
             else:
                 while data := raw.read1(65536):
                     yield data

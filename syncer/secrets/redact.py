@@ -68,7 +68,8 @@ _PLAIN_PATTERN = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _SECRET_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a PEM private key", re.compile(r"-----BEGIN (?:[A-Z0-9]{1,16} ){0,4}PRIVATE KEY(?: BLOCK)?-----")),
     ("a JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,512}\.eyJ[A-Za-z0-9_-]{8,65536}\.")),
-    ("an access token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,255}|github_pat_[A-Za-z0-9_]{20,255}|glpat-[A-Za-z0-9_-]{20,255}"
+    # GitHub's stateless installation token is ``ghs_<app id>_<JWT>``: ``_`` and ``.`` inside it
+    ("an access token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9._]{20,4096}|github_pat_[A-Za-z0-9_]{20,255}|glpat-[A-Za-z0-9_-]{20,255}"
                                    r"|xox[abprs]-[A-Za-z0-9-]{10,255}|AKIA[0-9A-Z]{16})")),
     # bounded repeats: a megabyte of letters must not cost a quadratic scan
     # the user may be empty (``redis://:pw@redis``) and the password may hold a ``/``

@@ -38,9 +38,9 @@ from typing import Any
 
 from syncer.secrets import lookalike
 from syncer.bounds import InputRejected, load_json
-from syncer.secrets.shapes import MAX_TEXT, binary_text, decoded_credentials, shape, utf8_base64
+from syncer.secrets.shapes import DOCKER_LOGIN, MAX_TEXT, binary_text, decoded_credentials, shape, utf8_base64
 from syncer.cache import Caches, text_key
-from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, is_secret_key, key_words
+from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_key, key_words
 
 #: Files inside files (a properties line holding a DSN, a YAML block holding a ``.env``).
 MAX_DEPTH = 3
@@ -96,8 +96,21 @@ def _real(value: Any) -> bool:
     return text.lower() not in _NOTHING and not _REFERENCE.match(text)
 
 
+#: What an nginx-style ``*_pass`` directive takes: where to pass the request (``proxy_pass
+#: http://backend:8080;``, ``fastcgi_pass unix:/run/php.sock;``, ``uwsgi_pass app;``), no password.
+_UPSTREAM = re.compile(r"(?:[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s:@/;]{1,253}(?::[0-9]{1,5})?(?:/[^\s;@]*)?"
+                       r"|unix:[^\s;]{1,4096}|[A-Za-z0-9_.-]{1,253}:[0-9]{1,5}|[A-Za-z0-9_.$-]{1,253}(?=[ \t]*;))[ \t]*;?")
+
+
+def _names_an_upstream(key: str, value: Any) -> bool:
+    """``proxy_pass http://backend:8080;``: a ``*_pass`` key whose value is an address."""
+    return key.lower().endswith("_pass") and isinstance(value, str) and bool(_UPSTREAM.fullmatch(value.strip()))
+
+
 def _inner_key(key: str, value: Any, patterns: Sequence[str]) -> bool:
     """Is ``key: value`` inside a file a secret by its key?"""
+    if _names_an_upstream(key, value):
+        return False
     secret = is_secret_key(key, patterns)  # remembered per key: cheap for the thousandth line
     lower = key.lower().lstrip("_")
     if not secret and lower not in ("auth", "pwd", "accountkey", "sig"):
@@ -112,6 +125,28 @@ def _inner_key(key: str, value: Any, patterns: Sequence[str]) -> bool:
     if words == ["auth"]:
         return isinstance(value, str) and decoded_credentials(value.strip().strip("\"'"))
     return words == ["pwd"] and isinstance(value, str) and not value.strip().startswith(("/", "~"))
+
+
+#: What logs a docker client in to a registry, in a ``config.json`` (``auths``) or ``.dockercfg``
+#: entry: present and not empty, it is a credential however it is encoded (``auth`` is base64 of
+#: ``user:password``, also of non-ASCII text or URL-safe; ``identitytoken`` an OAuth refresh token).
+_DOCKER_LOGIN_KEYS = ("auth", "identitytoken", "registrytoken", "password")
+
+
+def _registry(key: str) -> bool:
+    """Does a top-level ``.dockercfg`` key name a registry (``https://index.docker.io/v1/``, ``reg.io:5000``)?"""
+    return "." in key or "://" in key or key.startswith("localhost")
+
+
+def docker_login(doc: Any) -> bool:
+    """Is ``doc`` (parsed JSON or YAML) a docker client config holding a registry login?"""
+    if not isinstance(doc, dict):
+        return False
+    auths = doc.get("auths")
+    entries = list(auths.values()) if isinstance(auths, dict) else \
+        [v for k, v in doc.items() if isinstance(k, str) and _registry(k)]
+    return any(isinstance(e, dict) and any(_real(e.get(k)) for k in _DOCKER_LOGIN_KEYS
+                                            if isinstance(e.get(k), str)) for e in entries)
 
 
 def _quoted(key: str) -> str:
@@ -188,12 +223,20 @@ class _Judge:
                 doc = load_json(stripped, "value", max_values=MAX_WALK)
             except (InputRejected, ValueError):
                 doc = None
+            if docker_login(doc):
+                return "a docker registry login inside the value (config.json)"
             if isinstance(doc, (dict, list)):
                 return self.walk(doc, depth, "JSON")
+            if DOCKER_LOGIN.search(stripped):  # a config.json no JSON parser reads (comments, trailing text)
+                return "a docker registry login inside the value (a config.json that is not quite JSON)"
+        if "auths" in stripped and len(stripped) <= MAX_YAML and docker_login(_yaml(stripped)):
+            return "a docker registry login inside the value (YAML)"
         why = self.lines(text, depth)  # linear, and enough for most files (YAML's block mappings too)
         if why or len(stripped) > MAX_YAML or not _YAML_ONLY.search(stripped):
             return why
         doc = _yaml(stripped)  # what lines cannot say: list items with a name, flow collections
+        if docker_login(doc):
+            return "a docker registry login inside the value (YAML)"
         return self.walk(doc, depth, "YAML") if isinstance(doc, (dict, list)) else None
 
     def lines(self, text: str, depth: int) -> str | None:
@@ -256,6 +299,42 @@ def _yaml(text: str) -> Any:
         return YAML(typ="safe").load(text)
     except Exception:  # noqa: BLE001 -- hostile text: any parser failure means "not a YAML file"
         return None
+
+
+#: What a line judged alone says when its own ``key = value`` is the secret (not a shape spanning lines).
+_LINE_REASONS = ("(a properties, INI, .env or YAML line)", "(a YAML or properties line)")
+
+
+def shown_line(line: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str:
+    """``line`` of a file as an output may show it: a ``key=value`` / ``key: value`` line that is
+    a secret by its key keeps its key and loses its value (``DB_PASSWORD=‹redacted›``)."""
+    body = line.rstrip("\r\n")
+    match = _LINE.match(body)
+    if match is None or not match["value"].strip():
+        return line
+    why = _Judge(patterns).lines(body, 1)
+    return body[:match.start("value")] + REDACTED + line[len(body):] if why and why.endswith(_LINE_REASONS) else line
+
+
+def only_unchanged_secret_lines(git: str, live: str, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> bool:
+    """Is every secret-looking part of the config-file value ``live`` a ``key=value`` / ``key:
+    value`` line that ``git`` holds verbatim, and the same of ``git`` towards ``live``? Then
+    writing ``live`` copies no secret that git does not hold already: its other lines may be
+    written. A line counts only when it is a secret on its own by its key (``DB_PASSWORD=x``,
+    ``spring.datasource.password=x``); anything that needs its context (a PEM block, a YAML
+    item ``- name: DB_PASSWORD`` with its ``value:``, JSON, a changed line) keeps the whole value
+    back, as before."""
+    if not isinstance(git, str) or not isinstance(live, str) or "\n" not in live.strip():
+        return False
+
+    def without_kept(text: str, other: str) -> str:
+        kept = set(other.splitlines())
+        out = []
+        for line in text.splitlines():
+            alone = _Judge(patterns).lines(line, 1) if line in kept and _LINE.match(line) else None
+            out.append("" if alone and alone.endswith(_LINE_REASONS) else line)
+        return "\n".join(out)
+    return judge(without_kept(live, git), patterns) is None and judge(without_kept(git, live), patterns) is None
 
 
 def option_value(items: Sequence[Any], index: int, patterns: Sequence[str] = DEFAULT_SECRET_PATTERNS) -> str | None:

@@ -1,24 +1,24 @@
 """One object's list or watch as an HTTP/2 stream's bytes arrive (the multiplexer's framing).
 
-A list's answer, or an error's ``Status``, is held whole (at most ``MAX_BODY`` bytes) and parsed
-when the stream ends; a watch's answer is newline-delimited events, handed on line by line as
-each completes (at most ``MAX_LINE`` bytes a line). The stream also knows its deadlines: the
-whole request's budget and the silence allowed between two reads. No I/O here: the multiplexer
-(h2watch.py) feeds the bytes in and applies what they say.
+A list's answer, or an error's ``Status``, is held whole (within the watches' memory budget,
+``kube.budget``: at most one event's worth) and parsed when the stream ends; a watch's answer
+is newline-delimited events, handed on line by line as each completes (``budget.Lines``), each
+line's memory given back once it was applied. The stream also knows its deadlines: the whole
+request's and the silence allowed between two reads. No I/O here: the multiplexer (h2watch.py)
+feeds the bytes in and applies what they say.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from syncer.bounds import load_json
-from syncer.errors import ClusterError
-from syncer.kube import MAX_BODY, ApiError, ClusterUnreachable, Connection, api_error
+from syncer.kube import MAX_BODY, ApiError, Connection, api_error
+from syncer.kube.budget import Budget, EventTooLarge, Lines
 from syncer.kube.http2 import H2Conn
 from syncer.model import JSON
-from syncer.sidecar.watch import MAX_LINE
 
 if TYPE_CHECKING:
     from syncer.sidecar.h2watch import MuxWatch
@@ -27,20 +27,26 @@ __all__ = ["Stream"]
 
 
 class Stream:
-    """One stream: an object's list or watch (``watching``), on ``conn`` as stream ``sid``."""
+    """One stream: an object's list or watch (``watching``), on ``conn`` as stream ``sid``; its
+    buffers drawn from ``memory``."""
 
-    __slots__ = ("w", "conn", "sid", "watching", "what", "deadline", "idle", "heard", "status", "buf")
+    __slots__ = ("w", "conn", "sid", "watching", "what", "deadline", "idle", "heard", "status", "buf", "held",
+                 "lines", "memory")
 
-    def __init__(self, w: MuxWatch, conn: H2Conn, sid: int, watching: bool, budget: float, idle: float) -> None:
+    def __init__(self, w: MuxWatch, conn: H2Conn, sid: int, watching: bool, budget: float, idle: float,
+                 memory: Budget) -> None:
         self.w, self.conn, self.sid, self.watching = w, conn, sid, watching
         self.what = f"{'watch' if watching else 'list'} {w.ref}"
         now = time.monotonic()
         self.deadline, self.idle, self.heard = now + budget, idle, now
         self.status = 0
-        self.buf = bytearray()
+        self.memory = memory
+        self.buf = bytearray()  # a list's answer or an error's Status, whole
+        self.held = 0  # of ``buf``, taken from the budget
+        self.lines: Lines | None = None  # a watch's events
 
     def late(self, now: float) -> bool:
-        """Past its budget, or silent longer than it may be."""
+        """Past its deadline, or silent longer than it may be."""
         return now > self.deadline or now - self.heard > self.idle
 
     def response(self, headers: Mapping[bytes, bytes]) -> bool:
@@ -49,31 +55,33 @@ class Stream:
         self.status = int(headers.get(b":status") or 0)
         return self.watching and self.status == 200
 
-    def data(self, data: bytes) -> list[bytes]:
-        """``data`` taken in: the watch event lines it completes (none for a list or an error,
-        held whole until the stream ends)."""
-        self.buf += data
-        if self.status != 200 or not self.watching:
-            if len(self.buf) > MAX_BODY:
-                raise ClusterUnreachable(f"{self.what}: answer larger than {MAX_BODY} bytes", transient=True)
-            return []
-        lines = []
-        while (end := self.buf.find(b"\n")) >= 0:
-            line = bytes(self.buf[:end]).strip()
-            del self.buf[: end + 1]
-            if line:
-                lines.append(line)
-        if len(self.buf) > MAX_LINE:
-            raise ClusterError(f"watch event larger than {MAX_LINE} bytes", transient=True)
-        return lines
+    def data(self, data: bytes) -> Iterator[bytes]:
+        """``data`` taken in: the watch event lines it completes, each line's memory given back
+        once the caller is done with it (none for a list or an error, held whole until the end)."""
+        if self.status != 200 or not self.watching:  # a list of one object, or an error's Status: whole
+            self.memory.take(len(data), self.what)
+            self.held += len(data)
+            self.buf += data
+            if len(self.buf) > self.memory.per_event:
+                raise EventTooLarge(f"{self.what}: an answer of more than {self.memory.per_event // 2 ** 20} MiB "
+                                    "for one object; not read", transient=True)
+            return
+        if self.lines is None:
+            self.lines = Lines(self.what, self.memory)
+        for line in self.lines.feed(data):
+            try:
+                yield line
+            finally:
+                self.lines.release(len(line))
 
     def last_line(self) -> bytes:
         """What a watch left after its last newline, at its end (the server may omit the newline)."""
-        return bytes(self.buf).strip()
+        return self.lines.rest() if self.lines is not None else b""
 
     def answer(self) -> JSON | None:
-        """A list's answer, at the stream's end."""
-        doc = load_json(bytes(self.buf).decode("utf-8"), self.what, max_bytes=MAX_BODY)
+        """A list's answer, at the stream's end (its parse counted in the budget)."""
+        with self.memory.parsing(len(self.buf)):
+            doc = load_json(bytes(self.buf).decode("utf-8"), self.what, max_bytes=MAX_BODY)
         return doc if isinstance(doc, dict) else None
 
     def failure(self, conn: Connection) -> ApiError:
@@ -85,4 +93,11 @@ class Stream:
             body = bytes(self.buf)
         if self.status == 401:
             conn.rejected()
-        return api_error(self.status or 502, body, self.what, conn.describe())
+        return api_error(self.status or 502, body, self.what, conn.describe(), conn.known())
+
+    def free(self) -> None:
+        """Give back what this stream holds (once; the stream is over)."""
+        self.memory.give(self.held)
+        self.held = 0
+        if self.lines is not None:
+            self.lines.close()

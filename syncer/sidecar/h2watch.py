@@ -14,8 +14,8 @@ streams instead:
   waits behind a full connection;
 * each object has at most one stream at a time: its list (``fieldSelector=metadata.name=X``)
   or its watch from the list's version with bookmarks (the queries of watch.py), whose DATA is
-  cut into lines (``h2stream.Stream``) and decoded as it arrives (``decode_event``); an event
-  naming another object is dropped there;
+  cut into lines (``h2stream.Stream``, within the watches' memory budget) and decoded as it
+  arrives (``decode_event``); an event naming another object is dropped there;
 * the guarantees of ``ObjectWatcher`` stay, through the same ``Retry`` (retry.py): 410 re-lists
   (never re-watches the expired version), any other failure reconnects from the last version
   after a capped, jittered backoff, the server's end of a watch (``timeoutSeconds``) resumes at
@@ -44,6 +44,7 @@ import h2.events
 
 from syncer.errors import ClusterError
 from syncer.kube import ClusterUnreachable, Gone, Kube
+from syncer.kube.budget import BUDGET, Budget
 from syncer.kube.http2 import Endpoint, H2Conn, Pool, connect
 from syncer.logs import event
 from syncer.sidecar.h2stream import Stream
@@ -52,7 +53,6 @@ from syncer.sidecar.retry import Flag, Retry, Retrying, WatchSettings, as_cluste
 from syncer.sidecar.watch import Target, decode_event, listed, watch_query, watched
 
 log = logging.getLogger("syncer.watch")
-
 
 #: Streams per connection at most, whatever the server allows (within it: 90 % of its limit).
 MAX_STREAMS = 250
@@ -93,8 +93,10 @@ class Multiplexer:
 
     def __init__(self, ep: Endpoint, first: H2Conn, cache: LiveCache, settings: WatchSettings, *,
                  on_restart: Callable[[], None], on_error: Callable[[], None],
-                 rand: Callable[[], float] = random.random, max_streams: int = MAX_STREAMS) -> None:
+                 rand: Callable[[], float] = random.random, max_streams: int = MAX_STREAMS,
+                 budget: Budget = BUDGET) -> None:
         self.ep, self.cache, self.settings = ep, cache, settings
+        self.budget = budget  # what the streams' buffers draw from, with every other watch's
         self.on_restart, self.on_error, self.rand = on_restart, on_error, rand
         self.max_streams = max_streams
         self._first = threading.Condition()  # of every watch's first answer (``Flag``)
@@ -180,6 +182,8 @@ class Multiplexer:
                           error=f"{type(exc).__name__}: {exc}", exc=exc)
                     time.sleep(TICK)
         finally:
+            for req in list(self._requests.values()):
+                req.free()
             self.pool.close()
             self._sel.close()
             self._wake_r.close()
@@ -263,7 +267,7 @@ class Multiplexer:
         except OSError as exc:
             self._lost(conn, exc)
             raise
-        req = Stream(w, conn, sid, w.rv is not None, budget, idle)
+        req = Stream(w, conn, sid, w.rv is not None, budget, idle, self.budget)
         self._listing += not req.watching
         w.request = req
         self._requests[(id(conn), sid)] = req
@@ -316,9 +320,8 @@ class Multiplexer:
             self._failed(req.w, exc if isinstance(exc, (ClusterError, ValueError)) else ClusterError(
                 f"{req.what}: {type(exc).__name__}: {exc}; retrying", transient=True))
 
-
     def _line(self, req: Stream, line: bytes) -> None:
-        ev = decode_event(line, req.what)
+        ev = decode_event(line, req.what, self.budget)
         w = req.w
         if ev is None or w.stopped:
             return
@@ -346,6 +349,7 @@ class Multiplexer:
         self._schedule(w, 0.0)
 
     def _end(self, req: Stream, cancel: bool = False) -> None:
+        req.free()
         if self._requests.pop((id(req.conn), req.sid), None) is not None and not req.watching:
             self._listing -= 1
             while self._to_list:

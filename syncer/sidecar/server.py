@@ -277,6 +277,6 @@ class StatusServer(ThreadingHTTPServer):
 def parse_listen(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::]:8080`` for IPv6, ``:8080`` for all interfaces)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+    if not sep or not port.isascii() or not port.isdigit() or len(port) > 5 or not 0 <= int(port) <= 65535:
         raise ValueError(f"--listen {text!r}: expected HOST:PORT, e.g. 0.0.0.0:8080")
     return host.strip("[]") or "0.0.0.0", int(port)

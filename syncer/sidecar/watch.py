@@ -35,6 +35,7 @@ from typing import Protocol
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, Gone, Kube, WatchStream, api_error
+from syncer.kube.budget import BUDGET, LARGE, MAX_EVENT, MAX_EVENT_VALUES, Budget, Lines
 from syncer.kube.lists import named_items
 from syncer.logs import event
 from syncer.model import JSON, ObjectRef
@@ -44,8 +45,9 @@ from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_erro
 log = logging.getLogger("syncer.watch")
 
 
-#: A single watch event line larger than this is refused (etcd's own limit is 1.5 MiB/object).
-MAX_LINE = 16 * 1024 * 1024
+#: A single watch event line larger than this is refused (etcd's own limit is 1.5 MiB/object);
+#: every stream's buffer counts against one budget for them all (syncer/kube/budget.py).
+MAX_LINE = MAX_EVENT
 
 __all__ = ["ApiError", "Gone", "ObjectWatcher", "Target", "Watched", "WatchSettings", "api_error", "lines",
            "list_object", "stream", "target_for"]
@@ -104,29 +106,38 @@ def listed(target: Target, doc: JSON | None, what: str) -> tuple[JSON | None, st
     return found, rv
 
 
-def lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
-    """Newline-delimited lines from the pieces of a stream, as they arrive."""
-    buf = bytearray()
-    for chunk in chunks:
-        buf += chunk
-        while (end := buf.find(b"\n")) >= 0:
-            line = bytes(buf[:end]).strip()
-            del buf[: end + 1]
-            if line:
-                yield line
-        if len(buf) > MAX_LINE:
-            raise ClusterError(f"watch event larger than {MAX_LINE} bytes", transient=True)
-    if bytes(buf).strip():
-        yield bytes(buf).strip()
+def lines(chunks: Iterable[bytes], what: str = "watch", budget: Budget = BUDGET) -> Iterator[bytes]:
+    """Newline-delimited lines from the pieces of a stream, as they arrive, each held against
+    ``budget`` until the consumer asks for the next one (by then it is parsed)."""
+    reader = Lines(what, budget)
+    try:
+        for chunk in chunks:
+            for line in reader.feed(chunk):
+                try:
+                    yield line
+                finally:
+                    reader.release(len(line))
+        if last := reader.rest():
+            try:
+                yield last
+            finally:
+                reader.release(len(last))
+    finally:
+        reader.close()
 
 
-def decode_event(line: bytes, what: str) -> tuple[str, JSON] | None:
+def decode_event(line: bytes, what: str, budget: Budget = BUDGET) -> tuple[str, JSON] | None:
     """One line of a watch: (type, object), ``None`` for a type syncer does not use; an ``ERROR``
-    event raises its ``ApiError`` (410: ``Gone``)."""
+    event raises its ``ApiError`` (410: ``Gone``). A large line is parsed only while no other
+    large one is, its values counted first (``Budget.parsing``)."""
     try:  # a custom resource nested too deeply is this watch's error, never a RecursionError
-        ev = load_json(line.decode("utf-8"), what, max_bytes=MAX_LINE)
+        with budget.parsing(len(line)):
+            ev = load_json(line.decode("utf-8"), what, max_bytes=MAX_LINE,
+                           max_values=MAX_EVENT_VALUES if len(line) > LARGE else None)
     except ValueError:
         raise ClusterError(f"{what}: malformed event line", transient=True) from None
+    if not isinstance(ev, dict):
+        raise ClusterError(f"{what}: an event line that is no JSON object", transient=True)
     etype, obj = ev.get("type"), ev.get("object")
     if not isinstance(obj, dict):
         return None
@@ -155,7 +166,7 @@ def stream(api: Kube, target: Watched, rv: str, settings: WatchSettings,
     complete = False
     chunks = ws.chunks()
     try:
-        for line in lines(chunks):
+        for line in lines(chunks, what):
             ev = decode_event(line, what)
             if ev is not None:
                 yield ev

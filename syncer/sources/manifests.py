@@ -43,6 +43,9 @@ class GitObject:
     prefix: ObjPath  # () for a plain document, ("items", i) inside a List
     data: dict[str, Any]
     templated: bool = False  # the file holds template expressions: never edited
+    #: the generator of a generated object whose name carries a content hash (kustomize: a new
+    #: content is a new name), else ""
+    generator: str = ""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from syncer.gather.live import LiveSource
 from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import Manifests, host_dir
 from syncer.sources.source import DEFAULT_TOOLS, Source, Tools
-from syncer.model import Direction, Drift, DriftClass, FileError, ObjectRef, Reconciler, Result
+from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Reconciler, Result
 from syncer.gather.selection import Selection
 from syncer.writeback.placement import placed, proved
 from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
@@ -203,19 +203,29 @@ def with_reconcilers(result: Result, source: LiveSource) -> Result:
 
 def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Drift],
                   loaded: Loaded, caches: Caches) -> tuple[Result, list[Drift], list[FileChange]]:
-    """Plan the file edits and have the source prove them; a file that cannot be written exactly,
-    or an edit the source refuses, is left out with one line in ``result.errors``, and its drifts
-    are not claimed by the commit or PR. Untracked objects to propose become new files."""
+    """Plan the file edits and have the source prove them; a file none of whose edits can be
+    written exactly is left out with one line in ``result.errors``; an edit that cannot be made
+    or proven alone is reported on its drift (action report, the reason) and blocks no other.
+    Neither is claimed by the commit or PR. Untracked objects to propose become new files."""
     aborted: list[FileError] = []
     new = [d for d in drifts if d.cls is DriftClass.UNTRACKED]
+    refused: list[tuple[Drift, str]] = []
     drifts, changes = proved(loaded.git, repo, installation, [d for d in drifts if d.cls is not DriftClass.UNTRACKED],
-                             loaded.manifests.objects, aborted, caches)
+                             loaded.manifests.objects, aborted, caches, refused)
+    if refused:  # each reported with why, in place of the drift: never an error, never blocking the rest
+        why = {id(d): reason for d, reason in refused}
+        result = replace(result, drifts=tuple(_refused(d, why[id(d)]) if id(d) in why else d for d in result.drifts))
     for drift, change in untracked.new_files(repo, installation, new, aborted):
         drifts.append(drift)
         changes.append(change)
     if aborted:
         result = replace(result, errors=result.errors + tuple(e for e in aborted if e not in result.errors))
     return result, drifts, changes
+
+
+def _refused(drift: Drift, reason: str) -> Drift:
+    return replace(drift, action=Action.REPORT, edits=(),
+                   reason=f"{drift.reason}; {reason}" if drift.reason and drift.action is Action.REPORT else reason)
 
 
 def dry_run(repo: Path, installation: str, source: LiveSource, now: datetime, reproduce: str,

@@ -33,7 +33,7 @@ import httpx
 
 from syncer import USER_AGENT
 from syncer import httpbound
-from syncer.secrets import escape, lookalike
+from syncer.secrets import escape, lookalike, masking
 from syncer.forges.base import PullRequest
 from syncer.kinds import NEVER_WRITTEN
 from syncer.model import JSON, Drift
@@ -129,7 +129,7 @@ class Notifier:
         if response.is_success:
             failures[index] = None
         else:
-            text = " ".join(response.text.split())[:300]
+            text = masking.excerpt(response.text, self._secrets, 300)  # masked before it is cut
             failures[index] = redact_text(f"{shown}: HTTP {response.status_code}: {text}", self._secrets)
 
     def _encode(self, data: Mapping[str, Any]) -> bytes:

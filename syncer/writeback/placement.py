@@ -53,13 +53,33 @@ def placed(git: Source, objects: Mapping[ObjectRef, GitObject], result: Result, 
 
 def proved(git: Source, repo: Path, installation: str, drifts: Sequence[Drift],
            objects: dict[ObjectRef, GitObject], aborted: list[FileError],
-           caches: Caches) -> tuple[list[Drift], list[FileChange]]:
-    """The drifts to write (of ``drifts``, in order) and the file changes that write them. A file
-    whose edits cannot be made exactly is left out (its drifts with edits too); a drift whose edit
-    its source refuses is left out alone; one line each in ``aborted``."""
-    changes = plan_changes(repo, installation, drifts, objects, aborted, caches=caches)
-    unplanned = {e.file for e in aborted}
-    drifts = [d for d in drifts if not d.edits or d.file not in unplanned]
+           caches: Caches, refused: list[tuple[Drift, str]] | None = None) -> tuple[list[Drift], list[FileChange]]:
+    """The drifts to write (of ``drifts``, in order) and the file changes that write them.
+
+    A file whose edits cannot be made exactly together is planned again one drift at a time:
+    a drift whose own edit cannot be made is refused, the others of that file go on (a file none
+    of whose edits can be made is left out, one line in ``aborted``). The source then proves the
+    rest (``Source.verify``), a refused one never blocking another. Refused drifts (with why)
+    go into ``refused`` when given (to be reported as such), else one line each in ``aborted``."""
+    said: list[tuple[Drift, str]] = []
+    failed: list[FileError] = []
+    plan_changes(repo, installation, drifts, objects, failed, caches=caches)
+    unplanned = {e.file for e in failed}
+    for file in sorted(unplanned):
+        mine = [d for d in drifts if d.edits and d.file == file]
+        alone: list[tuple[Drift, str]] = []
+        for drift in mine:
+            errors: list[FileError] = []
+            plan_changes(repo, installation, [drift], objects, errors, caches=caches)
+            if errors:
+                alone.append((drift, _why(errors[0])))
+        if len(alone) == len(mine):
+            aborted.extend(e for e in failed if e.file == file)  # nothing of it can be written
+        else:
+            said.extend(alone)
+    gone = {id(d) for d, _ in said} | {id(d) for d in drifts if d.edits and d.file in unplanned
+                                       and any(e.file == d.file for e in aborted)}
+    drifts = [d for d in drifts if id(d) not in gone]
 
     def plan(chosen: Sequence[Drift]) -> tuple[dict[str, str], list[FileError]]:
         errors: list[FileError] = []
@@ -67,9 +87,17 @@ def proved(git: Source, repo: Path, installation: str, drifts: Sequence[Drift],
         return {c.file: c.new for c in planned}, errors
 
     verified = git.verify([d for d in drifts if d.edits], plan, caches)
-    if not verified.refused:
-        return drifts, changes
-    refused = {id(d) for d, _ in verified.refused}
-    aborted.extend(FileError(d.file, f"{d.file}: {why}") for d, why in verified.refused)
-    drifts = [d for d in drifts if id(d) not in refused]
+    said.extend(verified.refused)
+    if refused is not None:
+        refused.extend(said)
+    else:
+        aborted.extend(FileError(d.file, f"{d.file}: {why}") for d, why in said)
+    out = {id(d) for d, _ in said}
+    drifts = [d for d in drifts if id(d) not in out]
     return drifts, plan_changes(repo, installation, drifts, objects, aborted, caches=caches)
+
+
+def _why(error: FileError) -> str:
+    """A planning error as a refusal: ``not written: why``, without the file the line starts with."""
+    message = error.message
+    return message[len(error.file) + 2:] if error.file and message.startswith(error.file + ": ") else message

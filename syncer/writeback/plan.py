@@ -17,14 +17,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
+from collections.abc import Callable
 
 from syncer.cache import Caches
 from syncer.errors import ConfigError
 from syncer.sources.manifests import GitObject
-from syncer.sources.skipped import templated
+from syncer import templating
 from syncer.yamlread import parse_documents
 from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.detect.normalize import MISSING, get_path
+from syncer.secrets import values
 from syncer.yamledit import Doc, YamlEditError, YamlFile, split
 
 
@@ -42,7 +44,11 @@ class FileChange:
             self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
             fromfile=f"a/{self.file}", tofile=f"b/{self.file}",
         )
-        out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        # a line that is a secret by its key (unchanged: the only ones a written diff can hold) is
+        # shown without its value: the file keeps it, the terminal and the logs need not
+        shown = (line if line.startswith(("---", "+++", "@@")) else line[:1] + values.shown_line(line[1:])
+                 for line in lines)
+        out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in shown)
         return out.replace("\r\n", "\n")
 
 
@@ -150,13 +156,79 @@ def _parsed(file: str, old: str, touched: set[int], caches: Caches) -> tuple[Yam
     return edited, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(data)]
 
 
-def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]], caches: Caches) -> Planned:
+def _refuse_templated(want: list[Any], steps: list[tuple[Drift, GitObject, Edit]],
+                      substituted: Callable[[], frozenset[str] | None]) -> None:
+    """ConfigError when a value an edit replaces is a template (``templating``): that value is
+    a tool's input, not what the cluster got. The file's other values are written as usual."""
+    for drift, obj, edit in steps:
+        if edit.add:
+            continue
+        held = get_path(want[obj.doc], obj.prefix + edit.path) if 0 <= obj.doc < len(want) else MISSING
+        if held is MISSING:
+            continue
+        found = templating.marks(held, None)
+        if found and "{{" not in found:
+            found = templating.marks(held, substituted())
+        if found:
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: templated (git holds {found})")
+
+
+def _merged(want: list[Any], steps: list[tuple[Drift, GitObject, Edit]]) -> list[tuple[Drift, GitObject, Edit]]:
+    """``steps`` with the edits that each rewrite one multi-line string (an inline patch of a
+    kustomization, each with one of its lines changed) merged into one: their changed lines
+    together. ConfigError when two of them change the same lines differently."""
+    by_place: dict[tuple[int, tuple[str | int, ...]], list[int]] = defaultdict(list)
+    for i, (_, obj, edit) in enumerate(steps):
+        if not edit.add and isinstance(edit.value, str) and "\n" in edit.value:
+            by_place[(obj.doc, obj.prefix + edit.path)].append(i)
+    drop: set[int] = set()
+    out = list(steps)
+    for (doc, full), indexes in by_place.items():
+        if len(indexes) < 2:
+            continue
+        held = get_path(want[doc], full) if 0 <= doc < len(want) else MISSING
+        if not isinstance(held, str):
+            continue
+        drift, obj, edit = steps[indexes[0]]
+        text = _merge_lines(held, [str(steps[i][2].value) for i in indexes])
+        if text is None:
+            raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: two edits change the same lines of "
+                              f"{format_path(full)}")
+        out[indexes[0]] = (drift, obj, replace(edit, value=text))
+        drop.update(indexes[1:])
+    return [step for i, step in enumerate(out) if i not in drop]
+
+
+def _merge_lines(old: str, news: list[str]) -> str | None:
+    """``old`` with the changed lines of every text of ``news`` (each ``old`` with some lines
+    replaced), or None when two of them change overlapping lines differently."""
+    base = old.splitlines(keepends=True)
+    changes: dict[tuple[int, int], list[str]] = {}
+    for new in news:
+        lines = new.splitlines(keepends=True)
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, base, lines, autojunk=False).get_opcodes():
+            if tag == "equal":
+                continue
+            if any(a < i2 and i1 < b or (a, b) == (i1, i2) for a, b in changes if changes[(a, b)] != lines[j1:j2]):
+                return None
+            changes[(i1, i2)] = lines[j1:j2]
+    out, at = [], 0
+    for (i1, i2), lines in sorted(changes.items()):
+        out.extend(base[at:i1])
+        out.extend(lines)
+        at = max(at, i2)
+    out.extend(base[at:])
+    return "".join(out)
+
+
+def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]], caches: Caches,
+          substituted: Callable[[], frozenset[str] | None] = lambda: None) -> Planned:
     """New text of one file and its kept trailing comments; ConfigError (one line, without the
     file name) when it cannot be written exactly."""
-    if templated(old) and not all(edit.values for _, _, edit in steps):
-        raise ConfigError("templated (it holds {{ }} or ${VAR} expressions)")
     doc, want = _parsed(file, old, {obj.doc for _, obj, _ in steps}, caches)
-    steps = _inner_edits(file, doc, steps)
+    if ("{{" in old or "${" in old) and not all(edit.values for _, _, edit in steps):
+        _refuse_templated(want, steps, substituted)  # a chart's values may hold templates for tpl
+    steps = _merged(want, _inner_edits(file, doc, steps))
     comments: list[tuple[ObjectRef, str, str]] = []
     # Keys added to one mapping one after the other go in as one edit: linear in the number
     # of keys (10,000 keys added live are one splice and one check, not 10,000).
@@ -281,7 +353,13 @@ def _read_back(new: str, file: str, pieces: list[Doc | str], want: list[Any], to
 
 
 def _edit_lines(old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:
-    """New text of a file that is not YAML (an env file): whole lines replaced, nothing else."""
+    """New text of a file that is not YAML (an env file): whole lines replaced, nothing else;
+    or (an edit at path ``()``: a generator's ``files:`` source) the whole text."""
+    for drift, _, edit in steps:
+        if edit.doc == LINE and edit.path == () and isinstance(edit.value, str):
+            if len(steps) != 1:
+                raise ConfigError(f"cannot write {drift.ref} {drift.path_text}: the file is one value, set twice")
+            return edit.value, ()
     lines = old.splitlines(keepends=True)
     for drift, _, edit in steps:
         index = edit.path[0] if edit.doc == LINE and len(edit.path) == 1 else None
@@ -317,6 +395,13 @@ def plan_changes(
     caches = caches if caches is not None else Caches()
     prefix = f"hosts/{installation}/"
     changes = []
+    flux: list[frozenset[str] | None] = []
+
+    def substituted() -> frozenset[str] | None:  # read only when a value holds a ${VAR}
+        if not flux:
+            flux.append(templating.flux_substitutions(repo))
+        return flux[0]
+
     for file, file_drifts in sorted(by_file.items()):
         if not file.startswith(prefix) or ".." in Path(file).parts:
             raise ConfigError(f"{file}: outside {prefix}; refusing to write")
@@ -331,7 +416,7 @@ def plan_changes(
         if planned is None:
             try:
                 planned = (_edit_lines(old, steps) if any(e.doc == LINE for _, _, e in steps)
-                           else _edit(file, old, steps, caches))
+                           else _edit(file, old, steps, caches, substituted))
             except ConfigError as exc:
                 if aborted is None:
                     raise ConfigError(f"{file}: {exc.message}") from exc

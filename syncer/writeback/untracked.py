@@ -17,6 +17,7 @@ The caller lists the objects (``Lister``); this module only judges and cleans th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import re
@@ -194,15 +195,44 @@ MAX_STEM = 120
 
 
 def file_for(installation: str, kind: str, namespace: str, name: str) -> str:
-    """Where ``propose`` writes an object: ``hosts/<inst>/untracked/<namespace>/<kind>-<name>.yaml``."""
+    """Where ``propose`` writes an object: ``hosts/<inst>/untracked/<namespace>/<kind>-<name>.yaml``.
+
+    Characters a file name should not hold become ``_``; a name (or namespace) that loses any
+    that way, or is cut for length, ends in a hash of what it was, so two objects never share a
+    file however alike they clean (``a/b`` and ``a_b``, ``café`` and ``cafè``, ``.`` and ``..``),
+    and each keeps its file from pass to pass."""
     def safe(text: str) -> str:
         return re.sub(r"[^A-Za-z0-9_.-]", "_", text).lstrip(".") or "_"
 
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+
     stem = f"{safe(kind.lower())}-{safe(name)}"
-    if len(stem) > MAX_STEM:  # an object name may be 253 characters; a file name 255 bytes
-        digest = hashlib.sha256(f"{kind}/{name}".encode()).hexdigest()[:12]
-        stem = f"{stem[:MAX_STEM - 13]}-{digest}"
-    return f"hosts/{installation}/untracked/{safe(namespace or '_cluster')}/{stem}.yaml"
+    if len(stem) > MAX_STEM or safe(name) != name:  # an object name may be 253 characters; a file name 255 bytes
+        stem = f"{stem[:MAX_STEM - 13]}-{digest(f'{kind}/{name}')}"
+    folder = safe(namespace or "_cluster")
+    if namespace and folder != namespace:
+        folder = f"{folder[:MAX_STEM - 13]}-{digest(namespace)}"
+    return f"hosts/{installation}/untracked/{folder}/{stem}.yaml"
+
+
+def _collisions(drifts: list[Drift]) -> list[Drift]:
+    """Objects that would still share a file (a kind of two API groups, names that differ only in
+    case on a case-insensitive checkout): each reported, neither written."""
+    by_file: dict[str, list[Drift]] = {}
+    for d in drifts:
+        if d.action is Action.WRITE:
+            by_file.setdefault(d.file.casefold(), []).append(d)
+    clash = {id(d): group for group in by_file.values() if len(group) > 1 for d in group}
+    out = []
+    for d in drifts:
+        if id(d) in clash:
+            others = ", ".join(str(o.ref) for o in clash[id(d)] if o is not d)
+            why = d.reason.replace("; proposed as a new file", "")
+            d = dataclasses.replace(d, action=Action.REPORT, file="", reason=(
+                f"{why}; not written: {others} would be written to the same file ({d.file}); neither is"))
+        out.append(d)
+    return out
 
 
 def find(config: Config, declared: Iterable[ObjectRef], lister: Lister, caches: Caches | None = None) -> list[Drift]:
@@ -225,7 +255,7 @@ def find(config: Config, declared: Iterable[ObjectRef], lister: Lister, caches: 
             if not name or (kind, namespace, name) in known or excluded(kind, obj, services, config):
                 continue
             drifts.append(_drift(config, kind, namespace, obj, mode, caches))
-    return sorted(drifts, key=lambda d: (d.ref.kind, d.ref.namespace, d.ref.name))
+    return _collisions(sorted(drifts, key=lambda d: (d.ref.kind, d.ref.namespace, d.ref.name)))
 
 
 def _listed(lister: Lister, api_version: str, kind: str, namespace: str) -> list[JSON]:

@@ -46,13 +46,37 @@ class Doc:
     aliased: set[str] = field(default_factory=set)
 
 
+#: At most this many tabs between tokens are read past (each costs one more parse of the text).
+MAX_TAB_RETRIES = 256
+
+
+def _events(yaml: YAML, text: str) -> Iterator[Any]:
+    """The parser's events of ``text``. ruamel's pure-Python scanner refuses a tab where YAML
+    (and libyaml, and kubectl's Go reader) take it as separation whitespace -- after a value,
+    before a comment, after ``-`` or ``:``. Such a tab lies between tokens, so it is read as a
+    space: same offsets, same values; the text the editor splices into keeps its tab."""
+    from ruamel.yaml.scanner import ScannerError
+
+    seen = text
+    for _ in range(MAX_TAB_RETRIES):
+        try:
+            return iter(list(yaml.parse(seen)))
+        except ScannerError as exc:
+            mark = exc.problem_mark
+            at = mark.index if mark is not None else -1
+            if "cannot start any token" not in str(exc.problem) or not 0 <= at < len(seen) or seen[at] != "\t":
+                raise
+            seen = seen[:at] + " " + seen[at + 1:]
+    return iter(yaml.parse(seen))
+
+
 class Builder:
     """Composes documents from ruamel's parser events, keeping offsets and aliases."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.yaml = YAML(typ="safe", pure=True)
-        self.events: Iterator[Any] = iter(self.yaml.parse(text))
+        self.events: Iterator[Any] = _events(self.yaml, text)
         self.base = 0
         self.anchors: dict[str, Node] = {}
         self.doc = Doc("", Node("scalar", 0, 0, None), None)

@@ -24,6 +24,11 @@ class GitHTTPServer:
         #: Decides on a push's Authorization header instead of ``token`` (a GitHub App's tokens).
         self.authorize = authorize
         self.pushes_refused = 0
+        #: When set, every request is answered with a redirect to this base URL (plus the path).
+        self.redirect_to: str | None = None
+        self.redirect_status = 302
+        #: Every request as it arrived: (method, path, headers).
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -31,6 +36,13 @@ class GitHTTPServer:
                 pass
 
             def _run(self) -> None:
+                server.requests.append((self.command, self.path, dict(self.headers.items())))
+                if server.redirect_to is not None:
+                    self.send_response(server.redirect_status)
+                    self.send_header("Location", server.redirect_to + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 url = urlsplit(self.path)
                 wants_push = "git-receive-pack" in url.path or "service=git-receive-pack" in (url.query or "")
                 if wants_push:

@@ -59,6 +59,7 @@ def self_signed() -> tuple[bytes, bytes]:
 class _Watch:
     def __init__(self, sid: int, name: str, rv: int, ends_at: float) -> None:
         self.sid, self.name, self.rv, self.ends_at = sid, name, rv, ends_at
+        self.flood = False
 
 
 class FakeKubeH2:
@@ -82,6 +83,11 @@ class FakeKubeH2:
         self._bookmarks = 0
         self._drops: list[bool] = []
         self.failing_lists = 0  # the next this many lists answer 500
+        #: A hostile server: the watches of these names get data without a newline, as fast as
+        #: flow control lets it go; lists of ``flood_lists`` an answer that never ends.
+        self.flood: set[str] = set()
+        self.flood_lists: set[str] = set()
+        self.flooded = 0  # bytes of flood sent
         self.connections = 0
         self.peak_streams = 0
         self.refused = 0
@@ -189,6 +195,9 @@ class FakeKubeH2:
                     return
                 now = time.monotonic()
                 for w in list(watches.values()):
+                    if w.flood:
+                        self._flood(conn, w.sid)
+                        continue
                     if moved or bookmark or now >= w.ends_at:
                         self._push(conn, w, bookmark)
                     if w.rv < 0:
@@ -226,6 +235,11 @@ class FakeKubeH2:
                 self.failing_lists -= 1
                 return self._answer(conn, sid, 500, {"kind": "Status", "code": 500, "reason": "InternalError",
                                                      "message": "etcdserver: request timed out"})
+            if q.get("watch") != "1" and name in self.flood_lists:
+                conn.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])
+                watches[sid] = _Watch(sid, name, 0, time.monotonic() + 3600)
+                watches[sid].flood = True
+                return None
             if q.get("watch") != "1":
                 items = [self.objects[name]] if name in self.objects else []
                 return self._answer(conn, sid, 200, {"kind": "ConfigMapList", "apiVersion": "v1",
@@ -233,6 +247,15 @@ class FakeKubeH2:
             rv = int(q.get("resourceVersion") or self.rv)
         conn.send_headers(sid, [(":status", "200"), ("content-type", "application/json")])
         watches[sid] = _Watch(sid, name, rv, time.monotonic() + int(q.get("timeoutSeconds") or 3600))
+        watches[sid].flood = name in self.flood
+
+    def _flood(self, conn: h2.connection.H2Connection, sid: int) -> None:
+        """As much newline-free data as the stream's window and the connection's allow."""
+        room = min(conn.local_flow_control_window(sid), conn.max_outbound_frame_size, 65536)
+        if room > 0:
+            conn.send_data(sid, b"x" * room)
+            with self._lock:
+                self.flooded += room
 
     @staticmethod
     def _answer(conn: h2.connection.H2Connection, sid: int, status: int, body: dict[str, Any]) -> None:

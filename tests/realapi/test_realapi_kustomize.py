@@ -179,3 +179,47 @@ def test_the_bundled_snapshot_is_what_the_real_server_gives(real_cluster: RealCl
         ("Deployment", "spec.template.spec.containers[0].image", "hosts/midgard/kustomization.yaml", "cluster",
          "report"),
     ])
+
+
+CORPUS = ROOT / "tests" / "data" / "kustomize-corpus"
+
+
+def test_two_overlays_each_edit_into_its_own_file_and_a_shared_base_is_reported(
+        real_cluster: RealCluster, namespace: str, tmp_path: Path) -> None:
+    """kustomize's helloWorld (tests/data/kustomize-corpus) with both overlays, applied with
+    ``kubectl apply -k`` into ``namespace``: a live edit of each variant's ConfigMap goes into its
+    own overlay's ``map.yaml`` (same file name, two directories); a live replicas of one variant,
+    which only the base both share sets, is reported and blocks nothing: ``sync`` exits 0."""
+    require_tool("kubectl")
+    work = tmp_path / "work"
+    host = work / "hosts" / "hello"
+    shutil.copytree(CORPUS / "kustomize-helloworld", host)
+    (host / "kustomization.yaml").write_text(f"namespace: {namespace}\nresources:\n  - overlays/dev\n"
+                                             "  - overlays/stg-secondary\n")
+    (host / "syncer.conf").write_text(f"installation: hello\nnamespace: {namespace}\ntrack:\n  ConfigMap: writeback\n"
+                                      "  Deployment: writeback\n  Service: report\n")
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(tmp_path / "origin.git"))
+    git(work, "init", "-q", "-b", "main")
+    git(work, "add", ".")
+    git(work, "commit", "-qm", "hello")
+    git(work, "remote", "add", "origin", str(tmp_path / "origin.git"))
+    git(work, "push", "-q", "origin", "main")
+    admin = real_cluster.kubeconfig(tmp_path / "admin.kubeconfig", namespace=namespace)
+    kubectl(admin, "apply", "-k", str(host))
+    kubectl(admin, "patch", "configmap", "dev-the-map", "--type", "merge", "-p", '{"data":{"altGreeting":"Hi dev"}}')
+    kubectl(admin, "patch", "configmap", "stg-secondary-the-map", "--type", "merge", "-p",
+            '{"data":{"enableRisky":"false"}}')
+    kubectl(admin, "scale", "deployment/dev-the-deployment", "--replicas=2")
+    code, out = syncer_later("diff", "hello", "--repo", str(work), "--kubeconfig", str(admin), "-o", "json")
+    report = json.loads(out)
+    assert code == 1 and report["errors"] == [], report
+    found = {(d["name"], d["path"]): (d["file"], d["action"]) for d in report["drifts"]}
+    assert found == {
+        ("dev-the-map", "data.altGreeting"): ("hosts/hello/overlays/dev/map.yaml", "write"),
+        ("stg-secondary-the-map", "data.enableRisky"): ("hosts/hello/overlays/stg-secondary/map.yaml", "write"),
+        ("dev-the-deployment", "spec.replicas"): ("hosts/hello/base/deployment.yaml", "report")}
+    code, out = syncer_later("sync", "hello", "--repo", str(work), "--kubeconfig", str(admin), "--mode", "commit")
+    assert code == 0, out
+    assert pushed_change(work) == {
+        "hosts/hello/overlays/dev/map.yaml": ['-  altGreeting: "Welcome to dev!"', '+  altGreeting: "Hi dev"'],
+        "hosts/hello/overlays/stg-secondary/map.yaml": ['-  enableRisky: "true"', '+  enableRisky: "false"']}

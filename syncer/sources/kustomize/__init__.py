@@ -21,7 +21,8 @@ from syncer.config import Config
 from syncer.errors import ConfigError
 from syncer.model import Drift, ObjectRef
 from syncer.sources.kustomize import render
-from syncer.sources.kustomize.layers import Layer, find_root, holds_kustomization, read_text, read_tree, walk
+from syncer.sources.kustomize.layers import Layer, check_sizes, find_root, holds_kustomization, read_text, read_tree, walk
+from syncer.sources.kustomize.fields import HASH
 from syncer.sources.kustomize.offline import refuse_remote
 from syncer.sources.kustomize.sourcemap import KustomizeMap, Origin
 from syncer.sources.manifests import RACY_NS, GitObject, Manifests, host_dir, object_ref
@@ -140,6 +141,7 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str,
             raise ConfigError(f"{layer.file.relative_to(repo).as_posix()}: remote base {layer.remote[0]!r}: kustomize "
                               "cannot render it offline (vendor it into the repository)")
     refuse_remote(host, repo)
+    check_sizes(root, repo)
     helm = any(layer.data.get("helmCharts") for layer in walk(root))
     texts, ours = _with_metadata(root, host, repo)
     inside = base.relative_to(host).as_posix() if base != host else ""
@@ -155,17 +157,20 @@ def _load(repo: Path, installation: str, host: Path, default_namespace: str,
         origins[ref] = _origin(raw, steps, base)
         found = origins[ref].file or origins[ref].generator or root.file
         file = found.relative_to(repo.resolve()).as_posix() if found.is_relative_to(repo.resolve()) else shown
-        objects[ref] = GitObject(ref, file, i, (), doc)
+        generated = origins[ref].by in ("ConfigMapGenerator", "SecretGenerator") and HASH.search(ref.name)
+        objects[ref] = GitObject(ref, file, i, (), doc, generator=HASH.sub("", ref.name) if generated else "")
     source_map = KustomizeMap(repo, installation, host, root, origins, default_namespace, helm, tool)
     source_map.objects = objects
     return Manifests(objects, ()), source_map
 
 
-def _origin(raw: dict[str, object], steps: tuple[str, ...], base: Path) -> Origin:
+def _origin(raw: dict[str, object], steps: tuple[tuple[str, str], ...], base: Path) -> Origin:
     remote = str(raw.get("repo") or "")
     path, configured = raw.get("path"), raw.get("configuredIn")
     by = raw.get("configuredBy")
     kind = str(by.get("kind") or "") if isinstance(by, dict) else ""
     file = (base / path).resolve() if isinstance(path, str) and not remote else None
     generator = (base / configured).resolve() if isinstance(configured, str) and not remote else None
-    return Origin(file, generator, kind, remote, steps)
+    kinds = tuple(dict.fromkeys(kind for _, kind in steps))
+    ran = tuple(((base / where).resolve(), kind) for where, kind in steps if where)
+    return Origin(file, generator, kind, remote, kinds, ran)

@@ -11,8 +11,10 @@ from syncer.yamlread import parse_documents
 from syncer.model import Path
 from syncer.detect.normalize import normalize
 
-#: kustomize's content hash appended to a generated name.
-HASH = re.compile(r"-[a-z0-9]{10}$")
+#: kustomize's content hash appended to a generated name: ten characters of its alphabet (hex
+#: digits with 0, 1, 3, a, e swapped for g, h, k, m, t, so that no word is spelled: ``-deployment``
+#: is a name, not a hash).
+HASH = re.compile(r"-[2456789bcdfghkmt]{10}$")
 
 
 def same(a: Any, b: Any) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
+from syncer.sources.kustomize.aliases import refuse_aliases
 from syncer.sources.kustomize.layers import KUSTOMIZATION_NAMES, kustomization_file, read_text
 from syncer.yamlread import parse_documents
 
@@ -77,8 +78,10 @@ def refuse_remote(host: Path, repo: Path) -> None:
     def shown(path: Path) -> str:
         return path.relative_to(repo).as_posix() if path.is_relative_to(repo) else str(path)
 
-    def read(path: Path) -> list[Any]:
-        return parse_documents(read_text(path, repo), shown(path))
+    def read(path: Path) -> list[Any]:  # aliases refused, never expanded (the walk below would follow each)
+        text = read_text(path, repo)
+        refuse_aliases(text, shown(path))
+        return parse_documents(text, shown(path))
 
     files = sorted(f for f in host.rglob("*") if f.name in KUSTOMIZATION_NAMES and f.is_file() and not f.is_symlink())
     todo: list[tuple[Path, int]] = []

@@ -12,11 +12,13 @@ kustomize runs in a network namespace of its own (no interface but a down loopba
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import time
 from functools import cache
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,6 +35,10 @@ RENDER_TIMEOUT_S = 120.0
 #: Annotations ``buildMetadata`` adds: stripped again from the objects syncer compares.
 ORIGIN = "config.kubernetes.io/origin"
 TRANSFORMATIONS = "alpha.config.kubernetes.io/transformations"
+#: kustomize's output is read at most this far: more is one error (parsed, it would not fit the
+#: sidecar's 128 MiB; the API server refuses any object over 1.5 MiB anyway).
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+MAX_ERROR_BYTES = 64 * 1024
 #: How many times kustomize ran in this process (loads and verifications; bench reads it).
 RUNS = [0]
 _REMOTE = re.compile(r"^(?:[a-z][a-z0-9+.-]*://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)|\?ref=|\.git(?://|$)")
@@ -102,27 +108,104 @@ def render(directory: Path, shown: str, tool: str, texts: Mapping[str, str] | No
         root = Path(scratch) / directory.name
         _copy(directory, root, texts or {})
         args = [*sandbox(), *cmd, *(["--enable-helm"] if helm else []), str(root / inside) if inside else str(root)]
-        try:
-            done = subprocess.run(args, capture_output=True, timeout=RENDER_TIMEOUT_S, env=_offline_env(),
-                                  cwd=scratch, check=False)
-        except subprocess.TimeoutExpired as exc:
-            raise ConfigError(f"{shown}: kustomize did not finish in {RENDER_TIMEOUT_S:.0f}s") from exc
-        except OSError as exc:
-            raise ConfigError(f"{shown}: cannot run {cmd[0]}: {exc.strerror or exc}") from exc
-        if done.returncode != 0:
+        code, out, err = _run(args, scratch, shown, cmd[0])
+        if code != 0:
             host = shown.removesuffix("/" + inside) if inside else shown
-            err = done.stderr.decode("utf-8", "replace").replace(str(root), host).replace(scratch, "")
-            said = " ".join(ln.strip() for ln in err.splitlines() if ln.strip()).removeprefix("Error: ")
+            said = one_line(err.decode("utf-8", "replace").replace(str(root), host).replace(scratch, ""))
             if len(said) > MAX_MESSAGE:
                 said = said[:MAX_MESSAGE // 3] + " ... " + said[-(MAX_MESSAGE * 2 // 3):]  # the cause is at the end
             raise ConfigError(f"{shown}: kustomize build failed: {said or 'no message'}")
-        return [d for d in parse_documents(done.stdout.decode("utf-8"), f"kustomize build {shown}") if d is not None]
+        return [d for d in parse_documents(out.decode("utf-8"), f"kustomize build {shown}") if d is not None]
 
 
-def origin_of(obj: dict[str, Any], strip: bool) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The parsed origin annotation of a rendered object ({} when none) and the kinds of the
-    transformers that touched it; ``strip`` removes the annotations ``buildMetadata`` added
-    (and ``annotations`` itself when left empty)."""
+def _run(args: list[str], cwd: str, shown: str, binary_path: str) -> tuple[int, bytes, bytes]:
+    """Run kustomize; its output is read at most ``MAX_OUTPUT_BYTES`` (then it is stopped:
+    a render that large would not fit the sidecar's memory once parsed), its errors at most
+    ``MAX_ERROR_BYTES``, all of it within ``RENDER_TIMEOUT_S``."""
+    import selectors
+
+    try:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                env=_offline_env(), cwd=cwd)
+    except OSError as exc:
+        raise ConfigError(f"{shown}: cannot run {binary_path}: {exc.strerror or exc}") from exc
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + RENDER_TIMEOUT_S
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        try:
+            while sel.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ConfigError(f"{shown}: kustomize did not finish in {RENDER_TIMEOUT_S:.0f}s")
+                for key, _ in sel.select(timeout=min(left, 1.0)):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        continue
+                    sink = key.data
+                    sink.extend(chunk)
+                    if sink is out and len(out) > MAX_OUTPUT_BYTES:
+                        raise ConfigError(f"{shown}: kustomize renders more than {_size(MAX_OUTPUT_BYTES)} "
+                                          "of objects: not read (a generator or resource file that large cannot be "
+                                          "applied either)")
+                    if sink is err and len(err) > MAX_ERROR_BYTES:
+                        del err[MAX_ERROR_BYTES:]
+            code = proc.wait(timeout=max(deadline - time.monotonic(), 1.0))
+        except subprocess.TimeoutExpired as exc:
+            raise ConfigError(f"{shown}: kustomize did not finish in {RENDER_TIMEOUT_S:.0f}s") from exc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+    return code, bytes(out), bytes(err)
+
+
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MiB" if n >= 1024 * 1024 else f"{n // 1024} KiB"
+
+
+#: A klog line's header (``E1201 10:32:17.123456   12345 run.go:72] ``), which some kubectl builds
+#: put before a command's error, and its structured value (``"command failed" err=<`` then the
+#: error's lines, each after a tab, and `` >``; or ``err="..."`` on one line).
+_KLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[\w./-]+:\d+\]\s?")
+_KLOG_VALUE = re.compile(r'^(?:"[^"]*"\s*)?(?:err=)?')
+
+
+def one_line(stderr: str) -> str:
+    """kustomize's error as one line, whatever kubectl or kustomize wrapped it in: klog's
+    header and structure, ``error:``/``Error:``, line breaks and indentation gone."""
+    parts: list[str] = []
+    for raw in stderr.splitlines():
+        line = raw
+        head = _KLOG.match(line)
+        if head:
+            line = _KLOG_VALUE.sub("", line[head.end():], count=1)
+            if line.startswith('"') and line.endswith('"') and len(line) > 1:
+                try:
+                    line = json.loads(line)
+                except ValueError:
+                    line = line[1:-1]
+            line = line.removeprefix("<")
+        text = line.strip()
+        if text == ">" or not text:
+            continue
+        parts.extend(p.strip() for p in text.splitlines() if p.strip())
+    said = " ".join(parts)
+    for prefix in ("error: ", "Error: "):
+        said = said.removeprefix(prefix)
+    return said
+
+
+def origin_of(obj: dict[str, Any], strip: bool) -> tuple[dict[str, Any], tuple[tuple[str, str], ...]]:
+    """The parsed origin annotation of a rendered object ({} when none) and the transformers
+    that ran on it, in order: (the kustomization that configured it, relative to the rendered
+    directory; its kind). ``strip`` removes the annotations ``buildMetadata`` added (and
+    ``annotations`` itself when left empty)."""
     meta = obj.get("metadata")
     notes = meta.get("annotations") if isinstance(meta, dict) else None
     if not isinstance(notes, dict):
@@ -134,12 +217,13 @@ def origin_of(obj: dict[str, Any], strip: bool) -> tuple[dict[str, Any], tuple[s
         if not notes:
             del meta["annotations"]
     origin = _yaml(raw)
-    kinds = []
+    ran = []
     for step in _yaml(steps, many=True):
         by = step.get("configuredBy") if isinstance(step, dict) else None
-        if isinstance(by, dict) and isinstance(by.get("kind"), str) and by["kind"] not in kinds:
-            kinds.append(by["kind"])
-    return (origin if isinstance(origin, dict) else {}), tuple(kinds)
+        where = step.get("configuredIn") if isinstance(step, dict) else None
+        if isinstance(by, dict) and isinstance(by.get("kind"), str):
+            ran.append((where if isinstance(where, str) else "", by["kind"]))
+    return (origin if isinstance(origin, dict) else {}), tuple(ran)
 
 
 def _yaml(raw: Any, many: bool = False) -> Any:

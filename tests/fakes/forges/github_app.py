@@ -63,6 +63,12 @@ class FakeApp:
         self.tokens: dict[str, float] = {}  # installation token -> expires at (clock seconds)
         self.minted: list[str] = []
         self.jwt_refusals: list[str] = []  # GitHub's message for every JWT refused
+        #: Mint GitHub's stateless format (``ghs_<app id>_<JWT>``, some 520 characters) instead
+        #: of the classic ``ghs_`` + 36 characters (both are rolled out since April 2026).
+        self.stateless = False
+        #: A hostile or broken GitHub (or a proxy in front of it): rewrites the token answer's
+        #: JSON document, or returns the raw body to send (a string).
+        self.mangle: Callable[[dict[str, Any]], Any] | None = None
 
     # -- credentials ----------------------------------------------------------------------------
     @property
@@ -145,12 +151,16 @@ class FakeApp:
                 return 404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}, {}
             return 200, self._installation_json(owner, api_url), {}
         if path == f"{mint_prefix}{self.installation_id}/access_tokens" and method == "POST" and self.installed:
-            return 201, self._mint(), {}
+            doc = self._mint()
+            return 201, (self.mangle(doc) if self.mangle else doc), {}
         return 404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}, {}
 
     def _mint(self) -> dict[str, Any]:
         token = "ghs_" + "".join(secrets.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
                                  for _ in range(36))
+        if self.stateless:  # a JWT after the app id: base64url parts, two dots
+            part = lambda n: secrets.token_urlsafe(n).rstrip("=")  # noqa: E731
+            token = f"ghs_{self.app_id}_eyJ{part(30)}.eyJ{part(200)}.{part(170)}"
         expires = self.clock() + self.token_lifetime
         self.tokens[token] = expires
         self.minted.append(token)

@@ -26,6 +26,21 @@ class _Fault:
         return not self.path_contains or self.path_contains in raw_path or self.path_contains in unquote(raw_path)
 
 
+@dataclasses.dataclass
+class Flood:
+    """A hostile API server's watch answer: 200, then ``piece`` over and over and never a newline,
+    ``size`` bytes in all (None: until the client goes away). ``chunked``: as HTTP chunks of
+    ``len(piece)`` bytes, or one chunk header announcing ``size`` bytes (``"one-chunk"``), or a
+    body without any framing, ended by closing the connection (``"close"``)."""
+
+    path_contains: str = ""
+    piece: bytes = b"x" * 65536
+    size: int | None = None
+    framing: str = "chunked"
+    lists: bool = False  # the matching lists (GETs that are no watch) too
+    sent: int = 0  # bytes sent so far, by every flooded watch
+
+
 class FaultsMixin:
     """Injected failures and hangs, matched against the raw request path."""
 
@@ -40,11 +55,53 @@ class FaultsMixin:
         with self._lock:
             self._hangs.append(_Fault(count, path_contains, method, seconds=seconds))
 
+    def flood_watches(self, path_contains: str = "", *, piece: bytes = b"x" * 65536, size: int | None = None,
+                      framing: str = "chunked", lists: bool = False) -> Flood:
+        """Answer every matching watch (from now on) as a hostile server does: a body without a
+        newline (``Flood``). Lists (unless ``lists``) and everything else are answered normally."""
+        flood = Flood(path_contains, piece, size, framing, lists)
+        with self._lock:
+            self._floods.append(flood)
+        return flood
+
     def clear_faults(self) -> None:
         with self._lock:
             self._fails.clear()
             self._hangs.clear()
             self._forbidden.clear()
+            self._floods.clear()
+
+    def _flooding(self, raw_path: str, is_watch: bool) -> Flood | None:
+        with self._lock:
+            return next((f for f in self._floods if (is_watch or f.lists) and (
+                not f.path_contains or f.path_contains in raw_path or f.path_contains in unquote(raw_path))), None)
+
+    def _flood(self, h: Any, flood: Flood) -> None:
+        """The hostile answer; ends when ``size`` is sent, the client goes away or the fake stops."""
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        if flood.framing == "chunked":
+            h.send_header("Transfer-Encoding", "chunked")
+        elif flood.framing == "one-chunk":
+            h.send_header("Transfer-Encoding", "chunked")
+        h.close_connection = True
+        h.end_headers()
+        left = flood.size
+        if flood.framing == "one-chunk":
+            h.wfile.write(b"%x\r\n" % (left if left is not None else 1 << 40))
+        while (left is None or left > 0) and not self._stopping:
+            piece = flood.piece if left is None else flood.piece[:left]
+            if flood.framing == "chunked":
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            else:
+                h.wfile.write(piece)
+            flood.sent += len(piece)
+            if left is not None:
+                left -= len(piece)
+        if flood.framing == "chunked":
+            h.wfile.write(b"0\r\n\r\n")
+        elif flood.framing == "one-chunk":
+            h.wfile.write(b"\r\n0\r\n\r\n")
 
     @staticmethod
     def _take(rules: list[_Fault], method: str, raw_path: str) -> _Fault | None:

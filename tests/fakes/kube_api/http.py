@@ -116,6 +116,10 @@ class HTTPMixin:
             if fail is not None:
                 raise self._injected(fail, h.command, url.path, query)
             self._authenticate(h, url.path)
+            flood = self._flooding(h.path, rec.is_watch)
+            if flood is not None:
+                self._flood(h, flood)
+                return
             self._route(h, h.command, url.path, query, body)
         except _ApiError as err:
             self._send_json(h, err.code, err.body, err.headers)

@@ -18,7 +18,7 @@ import uuid
 from typing import Any
 
 from .discovery import DiscoveryMixin
-from .faults import FaultsMixin, _Fault
+from .faults import FaultsMixin, Flood, _Fault
 from .http import HTTPMixin, _Handler, _Server
 from .managed_fields import ManagerKey, _ManagedEntry
 from .rbac import DEFAULT_USER, RBACMixin
@@ -75,6 +75,7 @@ class FakeKubeAPI(StoreMixin, ReadsMixin, WritesMixin, WatchMixin, DiscoveryMixi
         self._drop_gen = 0
         self._fails: list[_Fault] = []
         self._hangs: list[_Fault] = []
+        self._floods: list[Flood] = []
         self._forbidden: list[tuple[str, str, str]] = []
         self._conns: set[socket.socket] = set()
         self._stopping = False
