@@ -37,6 +37,7 @@ def measure(rounds: int, root: Path) -> dict[str, Any]:
     from syncer.sources.kustomize import render
     from syncer.sidecar.livecache import LiveCache
     from syncer.sidecar.loop import Loop, LoopSettings
+    from syncer.sidecar.schedule import Timing
     from syncer.sidecar.metrics import Metrics
     from syncer.sidecar.server import Health
     from syncer.writeback.deliver import Mode
@@ -69,7 +70,8 @@ def measure(rounds: int, root: Path) -> dict[str, Any]:
         cache.put(ref, live)
     assert config_map is not None
     ws = Workspace.open_or_clone(str(root / "origin.git"), "main", root / "clone", installation="midgard")
-    loop = Loop(LoopSettings("midgard", Mode.DRY_RUN, "midgard", debounce=0.0), ws, cache, metrics=Metrics("midgard"),
+    loop = Loop(LoopSettings("midgard", Mode.DRY_RUN, "midgard", timing=Timing(debounce=0.0)), ws, cache,
+                metrics=Metrics("midgard"),
                 health=Health(cache, tick=5.0, resync=600.0), is_leader=lambda: False)
 
     def one_pass() -> tuple[float, int]:

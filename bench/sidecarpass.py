@@ -35,6 +35,7 @@ def measure(n: int, rounds: int, root: Path, leader: bool = False) -> dict[str, 
     from syncer.sources.manifests import object_ref
     from syncer.sidecar.livecache import LiveCache
     from syncer.sidecar.loop import Loop, LoopSettings
+    from syncer.sidecar.schedule import Timing
     from syncer.sidecar.metrics import Metrics
     from syncer.sidecar.server import Health
     from syncer.writeback.deliver import Mode
@@ -64,7 +65,7 @@ def measure(n: int, rounds: int, root: Path, leader: bool = False) -> dict[str, 
         api = kube_client(str(fake.kubeconfig(root / "kubeconfig", namespace=inst.namespace)), None,
                           read_yaml=parse_documents, pool_size=4)
         store = ConfigMapStore(api, inst.namespace, "bench")
-    loop = Loop(LoopSettings("bench", Mode.DRY_RUN, "bench", debounce=0.0), ws, cache, metrics=metrics,
+    loop = Loop(LoopSettings("bench", Mode.DRY_RUN, "bench", timing=Timing(debounce=0.0)), ws, cache, metrics=metrics,
                 health=health, is_leader=lambda: leader, store=store)
     git_time = [0.0]
     real_run = gitrepo.run_git

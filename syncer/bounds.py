@@ -47,8 +47,8 @@ def json_shape(raw: str, depth_limit: int = MAX_JSON_DEPTH, value_limit: int | N
 
     One pass over only the significant characters (``[]{}",:`` and ``\\``) with a small state
     machine for strings and escapes: linear in ``len(raw)``, no recursion, no backtracking
-    (a regular expression for whole strings was quadratic on an unterminated one: 13 s for
-    64 KB). A string left open at the end is, as before, no string: its opening quote is an
+    (a regular expression for whole strings would be quadratic on an unterminated one). A
+    string left open at the end is no string, as for the decoder: its opening quote is an
     ordinary character and the rest is counted as if outside strings (one more pass at most;
     ``json.loads`` fails on such a text anyway).
     """
@@ -175,7 +175,7 @@ def _within(data: Any, limit: int, max_depth: int) -> bool:
     """True when ``check_nodes`` would accept ``data``: the same count and depth, but only maps
     and lists go on the stack (a scalar is counted with its parent's children: most of the
     cost on a live object). False: ``check_nodes`` walks again, node by node, to say which
-    limit was met first, as it always did."""
+    limit was met first (the slow walk runs only for an input it refuses)."""
     if not isinstance(data, (dict, list)):
         return True
     count = 1

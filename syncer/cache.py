@@ -14,7 +14,8 @@ Keys:
   object, hence a miss.
 
 Bounds: entries always; bytes where values can be large (``size_of``), so a hostile input
-cannot grow a cache without limit (issue #21: 300 distinct 1 MB values once held 318 MiB).
+cannot grow a cache without limit (a few hundred distinct 1 MB values held by count alone
+would be hundreds of MiB).
 """
 
 from __future__ import annotations
@@ -205,7 +206,7 @@ class Caches:
     tracking: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
     #: gather: the live objects detection reads (``objects_to_read``) of (manifests, config), by identity.
     to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
-    # -- the other modules' maps (issue #25, lane "caches") --
+    # -- the maps of the modules below detection (sources, plan, secrets, config) --
     #: manifests: each file's objects and errors by (path, namespace), with the file's stamp.
     files: Lru[tuple[str, str], Any] = field(default_factory=lambda: Lru(65_536))
     #: manifests: the last index per (repo, installation, namespace), with the per-file lists it came from.

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import httpx
 
     from syncer.forges import Forge
-    from syncer.forges._http import TokenSource
+    from syncer.forges.tokens import TokenSource
     from syncer.forges.githubapp import InstallationToken
     from syncer.writeback.notify import Notifier
 
@@ -88,7 +88,7 @@ def _forge_token(args: argparse.Namespace) -> str | TokenSource:
     if args.token_file:
         if not read_secret(args.token_file, "--token-file"):  # unreadable or empty: one error now
             raise ConfigError(f"--token-file {args.token_file} is empty")
-        from syncer.forges._http import FileToken
+        from syncer.forges.tokens import FileToken
 
         return FileToken(args.token_file)
     else:

@@ -21,7 +21,6 @@ import dataclasses
 import enum
 import functools
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +31,10 @@ from ruamel.yaml.error import YAMLError
 
 from syncer.secrets import userpattern
 from syncer.durations import STABLE_FOR, long_number_line
-from syncer.durations import parse_duration as parse_duration  # re-exported: its home was here
+from syncer.durations import parse_duration as parse_duration  # re-exported: callers read it from config
 from syncer.cache import Caches
 from syncer.errors import ConfigError
+from syncer.configvalues import Selector, expect, optional_kinds, release_name, selector, unknown
 from syncer.repofile import excerpt, read_inside
 from syncer.kinds import NEVER_WRITTEN as NEVER_WRITTEN  # the table lives in kinds; re-exported
 from syncer.model import Track
@@ -43,7 +43,8 @@ from syncer.yamlread import malformed
 
 #: The config's name inside ``hosts/<installation>/``: an extension no applier reads.
 CONFIG_NAME = "syncer.conf"
-#: Where the config used to live; read with a deprecation warning (kubectl apply -f chokes on it).
+#: The config's legacy name, still read with a deprecation warning: a YAML file that is no
+#: manifest there breaks kubectl apply -f and Flux.
 LEGACY_CONFIG_NAME = "syncer.yaml"
 
 _TOP_KEYS = {"installation", "namespace", "track", "stableFor", "candidates", "ignore", "secretKeys", "appliers",
@@ -64,11 +65,6 @@ class Candidates:
     #: The entry named its namespace. Without one it binds the Service where the manifests
     #: declare its Endpoints/EndpointSlices (see ``Config.bound_to``), else the config's.
     explicit: bool = True
-
-
-#: A selector of an ignore rule: label (or annotation) key -> the value it must have, or None
-#: for "present with any value".
-Selector = tuple[tuple[str, str | None], ...]
 
 
 def _selected(selector: Selector, found: Any) -> bool:
@@ -197,18 +193,6 @@ class Config:
 BoundConfig = NewType("BoundConfig", Config)
 
 
-def _expect(value: Any, typ: type | tuple[type, ...], where: str, what: str) -> Any:
-    if not isinstance(value, typ) or isinstance(value, bool) and typ is not bool:
-        raise ConfigError(f"{where}: expected {what}, got {type(value).__name__} {excerpt(value)}")
-    return value
-
-
-def _unknown(keys: Any, allowed: set[str], where: str) -> None:
-    extra = sorted(str(k) for k in keys if k not in allowed)
-    if extra:
-        raise ConfigError(f"{where}: unknown key {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
-
-
 def parse_config(text: str, source: str, default_installation: str, namespace_override: str | None = None) -> Config:
     """Parse the text of a syncer.conf; ``source`` names it in errors. ``namespace_override`` (``-n``)
     replaces the file's default namespace, as kubectl's ``-n`` does for manifests without one."""
@@ -224,18 +208,18 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
         raise ConfigError(f"{source}{f':{line}' if line else ''}: a number too long to read; not read") from None
     if raw is None:
         raw = {}
-    _expect(raw, dict, source, "a mapping")
-    _unknown(raw, _TOP_KEYS, source)
-    installation = str(_expect(raw.get("installation", default_installation), str, f"{source}: installation", "a string"))
+    expect(raw, dict, source, "a mapping")
+    unknown(raw, _TOP_KEYS, source)
+    installation = str(expect(raw.get("installation", default_installation), str, f"{source}: installation", "a string"))
     if installation != default_installation:
         raise ConfigError(
             f"{source}: installation {installation!r} does not match its directory hosts/{default_installation}/"
         )
-    namespace = _expect(raw.get("namespace", "default"), str, f"{source}: namespace", "a string")
+    namespace = expect(raw.get("namespace", "default"), str, f"{source}: namespace", "a string")
     namespace = namespace_override or namespace
 
     track: dict[str, Track] = {}
-    for kind, mode in _expect(raw.get("track") or {}, dict, f"{source}: track", "a mapping of kind to mode").items():
+    for kind, mode in expect(raw.get("track") or {}, dict, f"{source}: track", "a mapping of kind to mode").items():
         try:
             track[str(kind)] = Track(str(mode))
         except ValueError:
@@ -246,88 +230,49 @@ def parse_config(text: str, source: str, default_installation: str, namespace_ov
     stable_for = parse_duration(raw.get("stableFor", "10m"), f"{source}: stableFor", STABLE_FOR)
 
     candidates: list[Candidates] = []
-    for i, item in enumerate(_expect(raw.get("candidates") or [], list, f"{source}: candidates", "a list")):
+    for i, item in enumerate(expect(raw.get("candidates") or [], list, f"{source}: candidates", "a list")):
         where = f"{source}: candidates[{i}]"
-        _expect(item, dict, where, "a mapping")
-        _unknown(item, _CANDIDATE_KEYS, where)
+        expect(item, dict, where, "a mapping")
+        unknown(item, _CANDIDATE_KEYS, where)
         for k in ("endpoints", "configMap", "key"):
             if k not in item:
                 raise ConfigError(f"{where}: missing {k!r}")
-            _expect(item[k], str, f"{where}.{k}", "a string")
+            expect(item[k], str, f"{where}.{k}", "a string")
         candidates.append(
             Candidates(item["endpoints"], item["configMap"], item["key"], str(item.get("namespace", namespace)),
                        explicit="namespace" in item)
         )
 
     ignore: list[IgnoreRule] = []
-    for i, item in enumerate(_expect(raw.get("ignore") or [], list, f"{source}: ignore", "a list")):
+    for i, item in enumerate(expect(raw.get("ignore") or [], list, f"{source}: ignore", "a list")):
         where = f"{source}: ignore[{i}]"
-        _expect(item, dict, where, "a mapping")
-        _unknown(item, _IGNORE_KEYS, where)
+        expect(item, dict, where, "a mapping")
+        unknown(item, _IGNORE_KEYS, where)
         if "kind" not in item:
             raise ConfigError(f"{where}: missing 'kind'")
-        pointers = _expect(item.get("pointers") or [], list, f"{where}.pointers", "a list of JSON pointers")
+        pointers = expect(item.get("pointers") or [], list, f"{where}.pointers", "a list of JSON pointers")
         for p in pointers:
             if not isinstance(p, str) or not p.startswith("/"):
                 raise ConfigError(f"{where}.pointers: {p!r} is not a JSON pointer (must start with '/')")
         ignore.append(IgnoreRule(str(item["kind"]), item.get("name"), item.get("namespace"), tuple(pointers),
-                                 _selector(item.get("labels"), f"{where}.labels"),
-                                 _selector(item.get("annotations"), f"{where}.annotations")))
+                                 selector(item.get("labels"), f"{where}.labels"),
+                                 selector(item.get("annotations"), f"{where}.annotations")))
 
     # regular expressions from the repository: run on RE2 (linear time), refused here if they cannot be
-    secret_keys = userpattern.check_all(_expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list"),
+    secret_keys = userpattern.check_all(expect(raw.get("secretKeys") or [], list, f"{source}: secretKeys", "a list"),
                                         f"{source}: secretKeys")
     appliers = DEFAULT_APPLIERS
     if "appliers" in raw:
-        items = _expect(raw["appliers"], list, f"{source}: appliers", "a list of field manager names")
+        items = expect(raw["appliers"], list, f"{source}: appliers", "a list of field manager names")
         for i, name in enumerate(items):
             if not isinstance(name, str) or not name.strip():
                 raise ConfigError(f"{source}: appliers[{i}]: expected a field manager name, got {name!r}")
         appliers = tuple(items)
     untracked = _untracked(raw.get("untracked"), f"{source}: untracked")
-    optional = _optional(raw.get("optional"), track, f"{source}: optional")
-    release = _release(raw.get("release"), f"{source}: release")
+    optional = optional_kinds(raw.get("optional"), track, f"{source}: optional")
+    release = release_name(raw.get("release"), f"{source}: release")
     return Config(installation, namespace, track, stable_for, tuple(candidates), tuple(ignore), secret_keys, source,
                   appliers, untracked, optional, release)
-
-
-def _optional(raw: Any, track: dict[str, Track], where: str) -> frozenset[str]:
-    """``optional: [ServiceAccount, Role]``: reported kinds whose 403 is only a warning. A kind
-    written back cannot be optional: what syncer cannot read, it cannot keep in sync."""
-    kinds = _expect(raw if raw is not None else [], list, where, "a list of kinds")
-    for i, kind in enumerate(kinds):
-        if not isinstance(kind, str) or not kind.strip():
-            raise ConfigError(f"{where}[{i}]: expected a kind such as ServiceAccount, got {excerpt(kind)}")
-        if track.get(kind) in (Track.WRITEBACK, Track.STABLE):
-            raise ConfigError(f"{where}[{i}]: {kind} is tracked {track[kind].value}: a kind syncer writes back "
-                              "cannot be optional (it must be readable to be kept in sync)")
-    return frozenset(kinds)
-
-
-_RELEASE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-
-def _release(raw: Any, where: str) -> str | None:
-    """A Helm release name as helm accepts it (lower-case DNS name, at most 53 characters)."""
-    if raw is None:
-        return None
-    if not isinstance(raw, str) or not raw or len(raw) > 53 or not _RELEASE.match(raw):
-        raise ConfigError(f"{where}: expected a Helm release name (lower-case letters, digits, '-' and '.', "
-                          f"at most 53 characters), got {excerpt(raw)}")
-    return raw
-
-
-def _selector(raw: Any, where: str) -> Selector:
-    """``{app: web, team: null}`` -> the pairs an ignore rule's labels/annotations must hold."""
-    if raw is None:
-        return ()
-    _expect(raw, dict, where, "a mapping of key to value (null: any value)")
-    out: list[tuple[str, str | None]] = []
-    for key, value in raw.items():
-        if value is not None and not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise ConfigError(f"{where}.{key}: expected a string (or null for any value), got {excerpt(value)}")
-        out.append((str(key), None if value is None else str(value)))
-    return tuple(out)
 
 
 def _untracked(raw: Any, where: str) -> Untracked:
@@ -337,9 +282,9 @@ def _untracked(raw: Any, where: str) -> Untracked:
     kinds: tuple[str, ...] = ()
     mode = raw
     if isinstance(raw, dict):
-        _unknown(raw, _UNTRACKED_KEYS, where)
+        unknown(raw, _UNTRACKED_KEYS, where)
         mode = raw.get("mode", UntrackedMode.REPORT.value)
-        listed = _expect(raw.get("kinds") or [], list, f"{where}.kinds", "a list of kinds")
+        listed = expect(raw.get("kinds") or [], list, f"{where}.kinds", "a list of kinds")
         for i, kind in enumerate(listed):
             if not isinstance(kind, str) or not kind.strip():
                 raise ConfigError(f"{where}.kinds[{i}]: expected a kind such as ConfigMap, got {excerpt(kind)}")

@@ -38,7 +38,7 @@ errors are translated at the boundaries with ``raise ... from``.
      ├── DeadlineExceeded (httpx.TimeoutException)   the whole exchange outran its deadline
      └── ResponseTooLarge (httpx.HTTPError)          the body passed ``max_bytes``
     and private signals caught in the module that raises them, never shown as they are:
-     ├── UsageError   (cli)                  a bad flag or environment twin: one line, exit 2
+     ├── UsageError   (clitwins)             a bad flag or environment twin: one line, exit 2
      ├── EditRefused  (yamledit._verify)     an edit would not read back as intended
      ├── _Unusual     (manifests)            a document left to ruamel's constructor
      ├── NotWritable (sources.kustomize.places)  a field's source cannot be told or written

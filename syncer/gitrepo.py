@@ -249,9 +249,9 @@ class Workspace:
 
         A new clone is partial and sparse: only the commits of ``base``, file contents fetched
         when checked out (``--filter=blob:none``), and only ``hosts/<installation>/`` (plus the
-        top-level files) checked out -- 6.3x faster than a full clone of a 5,000-file
-        repository (bench/RESULTS.md). With no ``installation``, the one under ``hosts/`` is
-        it; with several (or none), the whole tree is checked out, as before.
+        top-level files) checked out: a fleet repository holds many installations, and the
+        sidecar needs one. With no ``installation``, the one under ``hosts/`` is it; with
+        several (or none), the whole tree is checked out (which one is meant is not known yet).
         """
         if (dest / ".git").is_dir():
             ws = cls(dest, remote, base, identity)

@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import IO, Any
 
 from syncer.secrets.redact import redact_text
+from syncer.model import JSON
 
 FORMATS = ("text", "json")
 _FIELDS = "syncer_fields"
@@ -40,7 +41,7 @@ class _Formatter(logging.Formatter):
         self.default_object = default_object
         self.secrets = secrets  # by reference: a token minted later (GitHub App) is appended to it
 
-    def parts(self, record: logging.LogRecord) -> tuple[str, str, dict[str, Any]]:
+    def parts(self, record: logging.LogRecord) -> tuple[str, str, JSON]:
         when = datetime.fromtimestamp(record.created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         obj = getattr(record, _OBJECT, None) or self.default_object
         fields = dict(getattr(record, _FIELDS, None) or {})

@@ -15,6 +15,8 @@ from typing import Any
 #: A path into a manifest: mapping keys (str) and sequence indexes (int), e.g.
 #: ``("data", "MAC_ADDRS")`` or ``("subsets", 0, "addresses", 0, "ip")``.
 Path = tuple[str | int, ...]
+#: A JSON object as decoded (a Kubernetes object, an API answer): the one spelling of it.
+JSON = dict[str, Any]
 
 
 def format_path(path: Path) -> str:
@@ -175,7 +177,7 @@ class Drift:
     def path_text(self) -> str:
         return format_path(self.path)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return {
             "kind": self.ref.kind,
             "apiVersion": self.ref.api_version,
@@ -245,7 +247,7 @@ class Result:
     def writable(self) -> tuple[Drift, ...]:
         return tuple(d for d in self.drifts if d.action is Action.WRITE)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return {
             "installation": self.installation,
             "in_sync": self.in_sync,

@@ -23,7 +23,7 @@ from tests.fakes.kube_api import FakeKubeAPI
 from syncer.cli import main
 from syncer.errors import CredentialsRejected, ForgeAuthFailed
 from syncer.forges import make_forge
-from syncer.forges._http import FileToken
+from syncer.forges.tokens import FileToken
 from syncer.kube import REJECTED, NoCredentials, Unauthorized, kube_client
 from syncer.sources.manifests import parse_documents
 from syncer.writeback.deliver import Mode

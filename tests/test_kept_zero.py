@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from tests.test_compare_rules import _diff, _mf, _pr, _repo
 
-from syncer import kinds
+from syncer import apifields
 from syncer.detect import ownership
 from syncer.detect.diff import compare
 from syncer.detect.ownership import added_by_person
@@ -212,14 +212,14 @@ def test_an_env_key_added_live_by_kubectl_edit_is_proposed(tmp_path: Path) -> No
 
 
 def test_the_table_knows_pointer_fields_by_context() -> None:
-    assert kinds.keeps_zero("Deployment", ("spec", "replicas"))
-    assert not kinds.keeps_zero("Service", ("spec", "replicas"))
-    assert kinds.keeps_zero("Pod", ("spec", "containers", 0, "securityContext", "runAsUser"))
-    assert kinds.keeps_zero("Pod", ("spec", "volumes", 1, "csi", "readOnly"))
-    assert not kinds.keeps_zero("Pod", ("spec", "containers", 0, "volumeMounts", 0, "readOnly"))
-    assert not kinds.keeps_zero("Pod", ("spec", "containers", 0, "env", 0, "value"))
-    assert kinds.keeps_zero("PersistentVolumeClaim", ("spec", "storageClassName"))
-    assert not kinds.keeps_zero("PersistentVolume", ("spec", "storageClassName"))
+    assert apifields.keeps_zero("Deployment", ("spec", "replicas"))
+    assert not apifields.keeps_zero("Service", ("spec", "replicas"))
+    assert apifields.keeps_zero("Pod", ("spec", "containers", 0, "securityContext", "runAsUser"))
+    assert apifields.keeps_zero("Pod", ("spec", "volumes", 1, "csi", "readOnly"))
+    assert not apifields.keeps_zero("Pod", ("spec", "containers", 0, "volumeMounts", 0, "readOnly"))
+    assert not apifields.keeps_zero("Pod", ("spec", "containers", 0, "env", 0, "value"))
+    assert apifields.keeps_zero("PersistentVolumeClaim", ("spec", "storageClassName"))
+    assert not apifields.keeps_zero("PersistentVolume", ("spec", "storageClassName"))
 
 
 # -- the table against the Go types it was derived from ------------------------------------------
@@ -247,7 +247,7 @@ def test_the_pointer_table_is_what_the_go_types_of_the_real_server_say() -> None
                     m = _FIELD.match(line)
                     if m:
                         pointer.setdefault(m.group(2), set()).add(m.group(1).startswith("*"))
-    assert kinds.KEPT_ZERO_FIELDS == {name for name, kinds_of in pointer.items() if kinds_of == {True}}
+    assert apifields.KEPT_ZERO_FIELDS == {name for name, kinds_of in pointer.items() if kinds_of == {True}}
 
 
 def test_a_key_inside_an_atomic_list_a_person_patched_is_still_a_default() -> None:

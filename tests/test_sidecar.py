@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import select
 import signal
@@ -37,6 +38,7 @@ from syncer.sources.manifests import parse_documents
 from syncer.writeback.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings, StartupError
 from syncer.sidecar.loop import LoopSettings
+from syncer.sidecar.schedule import Timing
 from syncer.sidecar.watch import WatchSettings
 from syncer.writeback.deliver import Mode, load_installation
 
@@ -203,9 +205,10 @@ def recording_notifier() -> tuple[Notifier, list[dict[str, Any]]]:
 
 
 def settings(mode: Mode = Mode.COMMIT, **kw: Any) -> SidecarSettings:
-    loop = LoopSettings("asgard", mode, "syncer diff asgard", debounce=kw.pop("debounce", 5.0),
-                        debounce_max=kw.pop("debounce_max", 30.0), resync=kw.pop("resync", 600.0),
-                        tick=kw.pop("tick", 0.2), retry_base=kw.pop("retry_base", 5.0))
+    loop = LoopSettings("asgard", mode, "syncer diff asgard",
+                        timing=Timing(debounce=kw.pop("debounce", 5.0), debounce_max=kw.pop("debounce_max", 30.0),
+                                      resync=kw.pop("resync", 600.0), tick=kw.pop("tick", 0.2),
+                                      retry_base=kw.pop("retry_base", 5.0)))
     kw.setdefault("listen", None)
     kw.setdefault("watch", WatchSettings(backoff_base=0.05, backoff_cap=0.2))
     kw.setdefault("startup_timeout", 5.0)
@@ -411,6 +414,54 @@ def test_a_burst_of_events_is_one_pass(agreed: Path, fake: FakeKubeAPI, tmp_path
         # One Caches for the installation, kept across the passes (syncer/cache.py).
         assert sc.loop.caches is sc.caches and sc.loop.runner.caches is sc.caches
         assert sc.caches.counters()["files"][1] > 0  # the passes loaded the manifests through it
+    finally:
+        sc.stop()
+
+
+def test_a_bug_in_a_pass_is_logged_with_its_traceback_counted_and_retried_after_the_longest_backoff(
+        agreed: Path, fake: FakeKubeAPI, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception outside syncer's error tree is a bug, not a transient failure: it raises out
+    of the pass (``PassRunner.run``), and the loop logs it with its traceback, counts it
+    (``syncer_internal_errors_total``), drops what the installation remembers, and waits the
+    longest retry; readiness is left to the upstreams, and the next pass runs as ever."""
+    seed(fake, agreed)
+    clock = FakeClock(datetime(2026, 8, 21, 7, 0, tzinfo=UTC))
+    sc = sidecar(fake, agreed, tmp_path, mode=Mode.DRY_RUN, clock=clock, retry_base=5.0)
+    sc.start(run_loop=False)
+    try:
+        def remembered() -> int:
+            return sum(entries for _, _, entries in sc.caches.counters().values())
+
+        assert sc.loop.step() is not None and remembered() > 0
+        ready = sc.health.readyz()
+        import syncer.sidecar.passes as passes
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            raise KeyError("a bug")
+
+        monkeypatch.setattr(passes, "deliver", broken)
+        sc.loop.poke()
+        with pytest.raises(KeyError) as raised:
+            sc.loop.step()  # out of the pass, not turned into a transient SyncerError
+        caplog.set_level(logging.ERROR, "syncer.loop")
+        sc.loop.crashed(raised.value)  # what Loop.run does with it
+        [line] = [r for r in caplog.records if r.getMessage().startswith("pass failed: a bug in syncer")]
+        fields = getattr(line, "syncer_fields", {})
+        assert fields["error"] == "KeyError: 'a bug'" and "Traceback" in fields["traceback"]
+        metrics = sc.metrics.registry.get_sample_value
+        assert metrics("syncer_internal_errors_total", {"installation": "asgard"}) == 1.0
+        assert remembered() == 0  # dropped: the next pass derives it afresh
+        assert sc.health.readyz() == ready
+        monkeypatch.undo()
+        seen = sc.cache.version
+        fake.patch(*CM, {"data": {"INTERVAL_SECONDS": "30"}}, manager="kubectl-edit")
+        wait_for(lambda: sc.cache.version > seen)
+        clock.advance(10)  # past the debounce
+        assert sc.loop.step() is None  # a change waits out the longest retry: no tight loop
+        clock.advance(sc.settings.loop.timing.retry_cap)
+        report = sc.loop.step()
+        assert report is not None and report.reason == "change" and report.error is None
     finally:
         sc.stop()
 
@@ -686,7 +737,7 @@ def test_run_flags_left_unset_take_the_sidecar_settings_defaults(monkeypatch: py
     _sidecar_defaults(args)
     settings = SidecarSettings(loop=LoopSettings("asgard"))
     assert (_seconds(args.debounce, "--debounce"), _seconds(args.resync, "--resync")) == (
-        settings.loop.debounce, settings.loop.resync)
+        settings.loop.timing.debounce, settings.loop.timing.resync)
     assert (_seconds(args.lease_duration, "--lease-duration"), _seconds(args.shutdown_grace, "--shutdown-grace"),
             parse_listen(args.listen), args.state_configmap) == (
         settings.lease_duration, settings.grace, settings.listen, settings.state_configmap)
@@ -723,10 +774,10 @@ def test_syncer_run_hands_the_sidecar_its_settings_defaults(asgard_repo: Path, f
               "--clone-dir", str(tmp_path / "clone"), "--forge", "none"], stdout=io.StringIO(), stderr=io.StringIO())
     [settings] = seen
     expected = SidecarSettings(loop=LoopSettings("asgard"))
-    assert settings.loop.mode is Mode.PR and (settings.loop.debounce, settings.loop.resync) == (5.0, 600.0)
-    assert (settings.loop.debounce, settings.loop.resync, settings.lease_duration, settings.grace,
+    assert settings.loop.mode is Mode.PR and (settings.loop.timing.debounce, settings.loop.timing.resync) == (5.0, 600.0)
+    assert (settings.loop.timing.debounce, settings.loop.timing.resync, settings.lease_duration, settings.grace,
             settings.listen, settings.state_configmap) == (
-        expected.loop.debounce, expected.loop.resync, expected.lease_duration, expected.grace, expected.listen,
+        expected.loop.timing.debounce, expected.loop.timing.resync, expected.lease_duration, expected.grace, expected.listen,
         expected.state_configmap)
 
 

@@ -22,6 +22,7 @@ from tests.fakes.kube_api import FakeKubeAPI
 from syncer.gitrepo import Workspace
 from syncer.sidecar.app import Sidecar, SidecarSettings
 from syncer.sidecar.loop import LoopSettings
+from syncer.sidecar.schedule import Timing
 from syncer.sidecar.watch import WatchSettings
 from syncer.writeback.deliver import Mode, load_installation
 
@@ -42,7 +43,7 @@ def vanaheim(tmp_path: Path, fake: FakeKubeAPI) -> Path:
 
 def sidecar(fake: FakeKubeAPI, work: Path, tmp_path: Path, mode: Mode, clock: Any, **kw: Any) -> Sidecar:
     ws = Workspace.open_or_clone(str(origin(work)), "main", tmp_path / "clone")
-    loop = LoopSettings("vanaheim", mode, "syncer diff vanaheim", debounce=5.0, resync=600.0, tick=0.2)
+    loop = LoopSettings("vanaheim", mode, "syncer diff vanaheim", timing=Timing(debounce=5.0, resync=600.0, tick=0.2))
     settings = SidecarSettings(loop=loop, listen=None, watch=WatchSettings(backoff_base=0.05, backoff_cap=0.2),
                                startup_timeout=5.0)
     return Sidecar(api_client(fake, tmp_path), ws, settings, forge=kw.get("forge"), notifier=kw.get("notifier"),

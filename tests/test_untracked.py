@@ -224,7 +224,8 @@ def test_the_pr_lists_created_objects_apart_and_never_a_secret_value(tmp_path: P
 
 def test_a_kind_the_account_may_not_list_is_one_warning_naming_the_grant(tmp_path: Path) -> None:
     from syncer.kube import Refused
-    from syncer.writeback.deliver import Loaded, with_untracked
+    from syncer.writeback.deliver import Loaded
+    from syncer.writeback.untracked import with_untracked
     from syncer.sources.manifests import Manifests
     from syncer.sources.plain import ManifestsSource
     from syncer.model import Result

@@ -7,7 +7,7 @@ import argparse
 import shlex
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from syncer import clients
 from syncer.commands import EXIT_OK, checkout
@@ -25,12 +25,12 @@ from syncer.kube import context_namespace
 from syncer.kube.lists import named_items
 from syncer.gather.live import KubeSource, Lister, LiveSource, SnapshotSource
 from syncer.sources.manifests import default_installation, host_dir, parse_documents
-from syncer.model import ObjectRef
+from syncer.model import JSON, ObjectRef
 from syncer.writeback.deliver import load_installation
 from syncer.commands.onboard import SERVICE_NAME_LABEL, infer, infer_namespace, render
 
 
-def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list[dict[str, Any]], str]:
+def _live_slices(source: LiveSource, namespace: str, service: str) -> tuple[list[JSON], str]:
     """The live EndpointSlices of Service ``service`` (label ``kubernetes.io/service-name``), and
     why none could be read ("" when the read worked)."""
     if isinstance(source, SnapshotSource):
@@ -64,7 +64,7 @@ def _chart_release(args: argparse.Namespace, installation: str, context: tuple[s
     objects name (a snapshot, else the objects of the namespace ``-n`` or the context names),
     else the installation's name; its namespace unless ``-n`` names one."""
     where = args.namespace or (context[0] if context else "default")
-    objects: list[dict[str, Any]] = []
+    objects: list[JSON] = []
     if args.live_file:
         objects = list(SnapshotSource([Path(f) for f in args.live_file], "").objects.values())
     elif not args.git_only:
@@ -131,7 +131,7 @@ def cmd_init(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     for err in manifests.errors:
         stdout.write(f"syncer init: skipped {err.file}: {err.message}\n")
 
-    live: dict[ObjectRef, dict[str, Any]] = {}
+    live: dict[ObjectRef, JSON] = {}
     if not args.git_only:
         try:
             source = clients.live_source(args, namespace)

@@ -22,9 +22,9 @@ def sidecar_defaults(args: argparse.Namespace) -> None:
     """Give the ``run`` flags left unset (on the command line and in the environment) the
     defaults of the settings they feed, spelled as flags: one source of truth."""
     from syncer.sidecar.app import SidecarSettings
-    from syncer.sidecar.loop import LoopSettings
+    from syncer.sidecar.schedule import Timing
 
-    seconds = {"debounce": LoopSettings.debounce, "resync": LoopSettings.resync,
+    seconds = {"debounce": Timing.debounce, "resync": Timing.resync,
                "lease_duration": SidecarSettings.lease_duration, "shutdown_grace": SidecarSettings.grace}
     for dest, value in seconds.items():
         if getattr(args, dest) is None:
@@ -70,6 +70,7 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
 
     from syncer.sidecar.app import Sidecar, SidecarSettings
     from syncer.sidecar.loop import LoopSettings
+    from syncer.sidecar.schedule import Timing
     from syncer.sidecar.server import parse_listen
 
     if args.live_file:
@@ -133,7 +134,7 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             lease_duration = durations["lease_duration"]
             settings = SidecarSettings(
                 loop=LoopSettings(installation, Mode(args.mode), reproduce(args, installation),
-                                  debounce=durations["debounce"], resync=durations["resync"],
+                                  timing=Timing(debounce=durations["debounce"], resync=durations["resync"]),
                                   tools=clients.tools(args)),
                 listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
                 lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,

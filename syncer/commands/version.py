@@ -8,12 +8,13 @@ import io
 import platform
 import sys
 from datetime import datetime
-from typing import Any, TextIO
+from typing import TextIO
 
 from syncer import __version__, clients
 from syncer.writeback import jsondoc
 from syncer.commands import EXIT_OK
 from syncer.errors import SyncerError
+from syncer.model import JSON
 
 
 def client_version() -> dict[str, str]:
@@ -24,7 +25,7 @@ def client_version() -> dict[str, str]:
 def cmd_version(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     """0 with both versions (or the client's alone with ``--client``); 2 when the server could not
     be asked: the client's version is printed all the same, the error is raised after it."""
-    doc: dict[str, Any] = {"clientVersion": client_version()}
+    doc: JSON = {"clientVersion": client_version()}
     failure: SyncerError | None = None
     if not args.client:
         try:
@@ -45,7 +46,7 @@ def cmd_version(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     return EXIT_OK
 
 
-def _yaml(doc: dict[str, Any]) -> str:
+def _yaml(doc: JSON) -> str:
     from ruamel.yaml import YAML
 
     out = io.StringIO()

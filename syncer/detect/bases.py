@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from syncer.detect import classify
-from syncer.model import Direction, GitSays, Path
+from syncer.model import JSON, Direction, GitSays, Path
 from syncer.detect.ownership import Owner
 
 PROPOSAL = "proposal"
@@ -51,13 +51,13 @@ class Verdict:
 class Evidence:
     """What is known about one object, beyond its git and live values."""
 
-    snapshots: Sequence[tuple[str, dict[str, Any]]] = ()  # (RECORD | LAST_APPLIED, base object)
+    snapshots: Sequence[tuple[str, JSON]] = ()  # (RECORD | LAST_APPLIED, base object)
     proposed: Mapping[Path, Sequence[Any]] = field(default_factory=dict)
     owner: Callable[[Path], tuple[Direction, Owner] | None] = lambda _path: None  # by path in the live object
     history: Callable[[Path], tuple[GitSays, str] | None] = lambda _path: None  # by path in git's object
 
 
-def _snapshot(path: Path, git: Any, live: Any, snapshots: Sequence[tuple[str, dict[str, Any]]]) -> Verdict | None:
+def _snapshot(path: Path, git: Any, live: Any, snapshots: Sequence[tuple[str, JSON]]) -> Verdict | None:
     if not snapshots:
         return None
     definite: dict[Direction, str] = {}

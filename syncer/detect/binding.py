@@ -20,10 +20,10 @@ from syncer.detect.endpoints import (ENDPOINTS, SLICE, address_class, address_ro
                               candidate_hosts, endpoint_ready, is_address_path, is_family, is_mirrored,
                               ready_addresses, service_of)
 from syncer.errors import NOTHING_READABLE, ClusterError, SyncerError
-from syncer.detect.inputs import JSON, LiveRead, live_object
+from syncer.detect.inputs import LiveRead, live_object
 from syncer.kinds import list_items
 from syncer.sources.manifests import GitObject, Manifests, object_ref, parse_documents
-from syncer.model import Action, Direction, Drift, DriftClass, Edit, ObjectRef, Path, Result, Track
+from syncer.model import JSON, Action, Direction, Drift, DriftClass, Edit, ObjectRef, Path, Result, Track
 from syncer.detect.normalize import MISSING, get_path, normalize
 from syncer.detect.values import describe_change
 

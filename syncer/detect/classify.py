@@ -14,7 +14,7 @@ from typing import Any
 
 from syncer.detect import ownership
 from syncer.config import NEVER_WRITTEN
-from syncer.model import Action, Direction, DriftClass, Path, Track
+from syncer.model import JSON, Action, Direction, DriftClass, Path, Track
 from syncer.detect.normalize import MISSING, get_path
 
 
@@ -32,7 +32,7 @@ def _same(declared: Any, actual: Any) -> bool:
     )
 
 
-def direction(path: Path, git: Any, live: Any, base: dict[str, Any] | None) -> Direction:
+def direction(path: Path, git: Any, live: Any, base: JSON | None) -> Direction:
     """Who moved at ``path``, given the last agreed ``base`` object (None: unknown)."""
     if base is None:
         return Direction.UNKNOWN
@@ -58,7 +58,7 @@ def combine(directions: list[Direction]) -> Direction:
     return Direction.CONFLICT
 
 
-def provenance(live: dict[str, Any], path: Path) -> tuple[str | None, str | None]:
+def provenance(live: JSON, path: Path) -> tuple[str | None, str | None]:
     """(manager, time) of the newest managedFields entry that owns ``path``."""
     who = ownership.owner(live, path)
     if who is None:

@@ -10,9 +10,9 @@ for keys a person wrote live with kubectl (``compare``'s ``moved_by``, from mana
 Values compare by meaning, not spelling: quantities (``1000m`` == ``"1"``), IntOrString
 (``80`` == ``"80"``), zero values the server drops (``readOnly: false``, ``value: ""``,
 ``[]``, ``{}``, null) equal absence -- but not where a pointer field keeps its zero
-(``kinds.keeps_zero``: ``runAsUser: 0``, ``emptyDir: {}``).  A union member swapped live
+(``apifields.keeps_zero``: ``runAsUser: 0``, ``emptyDir: {}``).  A union member swapped live
 (``emptyDir`` -> ``hostPath``) is one difference of the whole map.  Lists compare by their API semantics
-(``kinds.list_rule``): keyed lists item by item by merge key, never by position; sets in any
+(``apifields.list_rule``): keyed lists item by item by merge key, never by position; sets in any
 order; every other list whole.
 """
 
@@ -24,9 +24,9 @@ from decimal import Decimal, InvalidOperation
 from collections.abc import Callable
 from typing import Any
 
-from syncer import kinds
+from syncer import apifields, kinds
 from syncer.errors import ConfigError
-from syncer.model import DriftClass, Path
+from syncer.model import JSON, DriftClass, Path
 from syncer.detect.normalize import MISSING, is_ignored
 
 #: Upper bound on nodes visited in one object: stops alias bombs from eating CPU.
@@ -119,16 +119,16 @@ def scalar_equal(a: Any, b: Any, path: Path = (), kind: str = "") -> bool:
         return False
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
-    if kinds.is_quantity(path, kind):
+    if apifields.is_quantity(path, kind):
         qa, qb = quantity(a), quantity(b)
         if qa is not None and qa == qb:
             return True
-    if kinds.is_int_or_string(path) and isinstance(a, (int, str)) and isinstance(b, (int, str)):
+    if apifields.is_int_or_string(path) and isinstance(a, (int, str)) and isinstance(b, (int, str)):
         return str(a) == str(b)
     return False
 
 
-def _matchable(rule: kinds.ListRule, items: list[Any]) -> list[tuple[Any, ...]] | None:
+def _matchable(rule: apifields.ListRule, items: list[Any]) -> list[tuple[Any, ...]] | None:
     """The key of every item, or None when an item has none or two share one (then: atomic)."""
     keys = [rule.key_of(item) for item in items]
     if any(k is None for k in keys) or len(set(keys)) != len(keys):
@@ -169,7 +169,7 @@ class _Walker:
             data = len(path) == 2 and path[0] in kinds.DATA_MAPS.get(self.kind, ())
             if git is None:
                 return
-            if kinds.keeps_zero(self.kind, path) or not (_empty(git) if data and live is MISSING else _zero(git)):
+            if apifields.keeps_zero(self.kind, path) or not (_empty(git) if data and live is MISSING else _zero(git)):
                 self.out.append(FieldDiff(path, git, None, DriftClass.REMOVED, lpath))
             return
         if isinstance(git, dict):
@@ -207,20 +207,20 @@ class _Walker:
         elif not scalar_equal(git, live, path, self.kind):
             self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
 
-    def moved_keys(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None) -> None:
+    def moved_keys(self, git: JSON, live: JSON, path: Path, lpath: Path | None) -> None:
         """Keys only live that a manager other than an applier wrote (``kubectl edit``/``patch``,
         a controller): a difference.  Keys nobody owns are server defaults: not one."""
         if self.moved_by is None or lpath is None:
             return
         for key, value in live.items():
-            if key in git or value is None or (_empty(value) and not kinds.keeps_zero(self.kind, path + (key,))):
+            if key in git or value is None or (_empty(value) and not apifields.keeps_zero(self.kind, path + (key,))):
                 continue
             if self.ignore and is_ignored(path + (key,), self.ignore):
                 continue
             if self.moved_by(lpath + (key,)):
                 self.out.append(FieldDiff(path + (key,), None, value, DriftClass.ADDED, lpath + (key,), True))
 
-    def metadata_maps_only_live(self, git: dict[str, Any], live: dict[str, Any], lpath: Path | None) -> None:
+    def metadata_maps_only_live(self, git: JSON, live: JSON, lpath: Path | None) -> None:
         """Labels or annotations added live to an object whose git declares no such map at all
         (``kubectl annotate deployment/x team=qa`` on a manifest without ``annotations:``): each
         key a person wrote (``moved_by``) is ``added``. Keys a tool added (Helm's
@@ -241,22 +241,22 @@ class _Walker:
                         and (self.unowned or self.moved_by is not None and self.moved_by(lpath + (name, key)))):
                     self.out.append(FieldDiff(where, None, value, DriftClass.ADDED, lpath + (name, key), True))
 
-    def union_swap(self, git: dict[str, Any], live: dict[str, Any], path: Path, lpath: Path | None,
+    def union_swap(self, git: JSON, live: JSON, path: Path, lpath: Path | None,
                    before: int) -> None:
         """A union's member replaced live by another (``emptyDir`` -> ``hostPath``): one change
         of the whole map instead of "removed" plus "added" (git would then hold two members)."""
-        members = kinds.union_members(path)
+        members = apifields.union_members(path)
         if members is None:
             return
-        gone = [k for k in git if kinds.is_union_member(members, k) and live.get(k) is None and git[k] is not None]
-        new = [k for k in live if kinds.is_union_member(members, k) and k not in git and live[k] is not None]
+        gone = [k for k in git if apifields.is_union_member(members, k) and live.get(k) is None and git[k] is not None]
+        new = [k for k in live if apifields.is_union_member(members, k) and k not in git and live[k] is not None]
         if not gone or not new:
             return
         del self.out[before:]
         self.out.append(FieldDiff(path, git, live, DriftClass.VALUE, lpath))
 
     def walk_list(self, git: list[Any], live: list[Any], path: Path, lpath: Path | None) -> None:
-        rule = kinds.list_rule(self.kind, path)
+        rule = apifields.list_rule(self.kind, path)
         if rule is not None and rule.keys:
             git_keys, live_keys = _matchable(rule, git), _matchable(rule, live)
             if git_keys is not None and live_keys is not None:
@@ -302,12 +302,12 @@ class _Walker:
                                       None if lpath is None else lpath + (j,)))
 
 
-def _cluster_scoped(kind: str, live: dict[str, Any]) -> bool:
+def _cluster_scoped(kind: str, live: JSON) -> bool:
     meta = live.get("metadata")
     return kind in kinds.CLUSTER_SCOPED or (isinstance(meta, dict) and not meta.get("namespace"))
 
 
-def compare(kind: str, git: dict[str, Any], live: dict[str, Any], ignore: tuple[str, ...] = (),
+def compare(kind: str, git: JSON, live: JSON, ignore: tuple[str, ...] = (),
             moved_by: MovedBy | None = None, unowned: bool = False) -> list[FieldDiff]:
     """Field-level differences between normalized ``git`` and ``live`` objects.
 
@@ -347,7 +347,7 @@ def align(kind: str, base: Any, git: Any, live: Any, path: Path = ()) -> Any:
         return {k: align(kind, v, g.get(k, MISSING), l.get(k, MISSING), path + (k,)) for k, v in base.items()}
     if not isinstance(base, list) or not isinstance(git, list):
         return base
-    rule = kinds.list_rule(kind, path)
+    rule = apifields.list_rule(kind, path)
     live_l = live if isinstance(live, list) else []
     keys = (_matchable(rule, git), _matchable(rule, live_l), _matchable(rule, base)) if rule and rule.keys else None
     if keys is None or None in keys:

@@ -31,7 +31,7 @@ from typing import Any
 from syncer.detect.diff import FieldDiff
 from syncer.kinds import ENDPOINTS_FAMILY
 from syncer.cache import Caches, by_identity
-from syncer.model import DriftClass, ObjectRef, Path
+from syncer.model import JSON, DriftClass, ObjectRef, Path
 from syncer.detect.normalize import is_ignored
 from syncer.detect.values import address_list
 
@@ -261,7 +261,7 @@ def subset_port_changes(git_subsets: Any, live_subsets: Any) -> list[tuple[Path,
     return out
 
 
-def as_v1(obj: dict[str, Any]) -> dict[str, Any]:
+def as_v1(obj: JSON) -> JSON:
     """A live EndpointSlice in the shape a manifest declares: ``endpoints: null`` (how the API
     server sends an empty list) as ``[]``, and a ``discovery.k8s.io/v1beta1`` slice in the v1
     shape (``topology`` becomes ``nodeName``/``zone``/``deprecatedTopology``, as the API server

@@ -15,13 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from syncer.errors import SyncerError
 from syncer.sources.manifests import Manifests
-from syncer.model import GitSays, ObjectRef, Path
+from syncer.model import JSON, GitSays, ObjectRef, Path
 
 if TYPE_CHECKING:
     from syncer.detect.tracking import Tracking
 
-#: A Kubernetes object as JSON data.
-JSON = dict[str, Any]
 #: A live object as read: the object, None (absent live), or why it could not be read.
 LiveRead = JSON | None | SyncerError
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from syncer.bounds import load_json
 from syncer.kinds import CONTROLLER_FILLED, FOLDED
-from syncer.model import Path
+from syncer.model import JSON, Path
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 #: metadata fields the API server writes; never part of a manifest's intent.
@@ -57,13 +57,13 @@ SERVER_LABELS = frozenset(
 )
 
 
-def normalize(obj: dict[str, Any]) -> dict[str, Any]:
+def normalize(obj: JSON) -> JSON:
     """``obj`` without status, server-owned metadata and server annotations.
 
     Only the maps it changes are copied (the top level, ``metadata``, ``annotations``); every
-    other subtree is shared with ``obj``, so treat the result as read-only. Deep-copying
-    whole live objects (managedFields, last-applied JSON, status) was most of the time of
-    detection at scale (see bench/RESULTS.md).
+    other subtree is shared with ``obj``, so treat the result as read-only: deep-copying
+    whole live objects (managedFields, last-applied JSON, status) would cost more than the
+    rest of detection.
     """
     out = {k: v for k, v in obj.items() if k != "status"}
     meta = out.get("metadata")
@@ -92,7 +92,7 @@ def normalize(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _bytes_as_stored(obj: dict[str, Any], key: str) -> None:
+def _bytes_as_stored(obj: JSON, key: str) -> None:
     """base64 values (a Secret's ``data``, a ConfigMap's ``binaryData``) compared as the bytes
     they encode: kustomize wraps a long one over several lines, the server stores it on one."""
     values = obj.get(key)
@@ -109,7 +109,7 @@ def _bytes_as_stored(obj: dict[str, Any], key: str) -> None:
     obj[key] = out
 
 
-def _folded(obj: dict[str, Any], write_only: str, into: str) -> dict[str, Any]:
+def _folded(obj: JSON, write_only: str, into: str) -> JSON:
     """An object as the API server stores it (``kinds.FOLDED``; a Secret's ``stringData`` into
     ``data``): ``write_only`` merged into ``into``, base64-encoded (``write_only`` wins on a shared
     key). Non-string values stay in ``write_only``: the server would reject them, and the
@@ -128,7 +128,7 @@ def _folded(obj: dict[str, Any], write_only: str, into: str) -> dict[str, Any]:
     return out
 
 
-def last_applied(live: dict[str, Any]) -> dict[str, Any] | None:
+def last_applied(live: JSON) -> JSON | None:
     """The object as last ``kubectl apply``-ed, from its annotation; None when absent/broken.
 
     An annotation over the size or nesting limits raises ``bounds.InputRejected``: an error

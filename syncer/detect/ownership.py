@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from syncer.model import Direction, DriftClass, ObjectRef, Path, format_path
+from syncer.model import JSON, Direction, DriftClass, ObjectRef, Path, format_path
 from syncer.detect.normalize import LAST_APPLIED, MISSING, get_path, last_applied
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class Owner:
         return self.manager in appliers
 
 
-def _entries(live: dict[str, Any]) -> list[dict[str, Any]]:
+def _entries(live: JSON) -> list[JSON]:
     managed = (live.get("metadata") or {}).get("managedFields")
     return [e for e in managed if isinstance(e, dict)] if isinstance(managed, list) else []
 
@@ -100,7 +100,7 @@ def owns(node: Any, live: Any, path: Path, whole: bool = True) -> bool:
     return node is not None
 
 
-def owner(live: dict[str, Any], path: Path, appliers: Collection[str] = (), whole: bool = True) -> Owner | None:
+def owner(live: JSON, path: Path, appliers: Collection[str] = (), whole: bool = True) -> Owner | None:
     """The newest managedFields entry owning ``path`` (None: no entry does, or none at all).
 
     Two entries can own the same field: managers that applied the same value, and (seen on
@@ -121,7 +121,7 @@ def owner(live: dict[str, Any], path: Path, appliers: Collection[str] = (), whol
     return best
 
 
-def last_apply_time(live: dict[str, Any], appliers: Collection[str]) -> str | None:
+def last_apply_time(live: JSON, appliers: Collection[str]) -> str | None:
     """When an applier last changed the object (the newest applier entry), if any did. A
     controller's server-side apply of the status subresource is no apply of the manifest."""
     times = [str(e.get("time")) for e in _entries(live)
@@ -130,7 +130,7 @@ def last_apply_time(live: dict[str, Any], appliers: Collection[str]) -> str | No
     return max(times) if times else None
 
 
-def direction_by_owner(live: dict[str, Any], path: Path, appliers: Collection[str]) -> tuple[Direction, Owner] | None:
+def direction_by_owner(live: JSON, path: Path, appliers: Collection[str]) -> tuple[Direction, Owner] | None:
     """GIT when an applier owns ``path`` (live is what was applied), CLUSTER when anything else
     does; None when managedFields say nothing about it."""
     who = owner(live, path, appliers)
@@ -139,11 +139,12 @@ def direction_by_owner(live: dict[str, Any], path: Path, appliers: Collection[st
     return (Direction.GIT if who.is_applier(appliers) else Direction.CLUSTER), who
 
 
-def trusted_last_applied(live: dict[str, Any], appliers: Collection[str]) -> tuple[dict[str, Any] | None, str]:
+def trusted_last_applied(live: JSON, appliers: Collection[str]) -> tuple[JSON | None, str]:
     """The last-applied annotation as a base, or (None, why it is not one).
 
     Without managedFields (an old snapshot, a stripped export) nothing says who wrote it,
-    and it is trusted as before; with them, it counts only while an applier owns it.
+    and it is trusted: kubectl apply is its only writer there; with them, it counts only while
+    an applier owns it.
     """
     base = last_applied(live)
     if base is None:
@@ -159,7 +160,7 @@ def trusted_last_applied(live: dict[str, Any], appliers: Collection[str]) -> tup
 
 
 
-def moved_by(live: dict[str, Any], appliers: Collection[str],
+def moved_by(live: JSON, appliers: Collection[str],
              person: Callable[[Owner], bool]) -> Callable[[Path], bool] | None:
     """For ``diff.compare``: was the live field at a path last written by a ``person`` (the
     engine's rule: an Update by an interactive editing tool, ``kubectl edit``/``patch``/``set``,
@@ -186,7 +187,7 @@ def moved_by(live: dict[str, Any], appliers: Collection[str],
     return moved
 
 
-def not_stored(ref: ObjectRef, live: dict[str, Any], diffs: list[FieldDiff]) -> tuple[list[FieldDiff], list[str]]:
+def not_stored(ref: ObjectRef, live: JSON, diffs: list[FieldDiff]) -> tuple[list[FieldDiff], list[str]]:
     """``diffs`` without the fields git declares that the server did not store, and one note each.
 
     A field the live object lacks although a managedFields entry still names it was sent and

@@ -25,7 +25,7 @@ from typing import Any
 
 from syncer.detect import ownership
 from syncer.detect.normalize import MISSING, get_path
-from syncer.model import Path
+from syncer.model import JSON, Path
 
 #: Paths remembered per object change: an object rewritten whole (a Deployment's template) is one
 #: path per changed leaf, bounded so that a huge rewrite costs no more than this.
@@ -78,8 +78,8 @@ def _parse(text: str | None) -> datetime | None:
         return None
 
 
-def of_field(live: dict[str, Any], path: Path, appliers: Collection[str] = (),
-             applied: dict[str, Any] | None = None, seen: datetime | None = None) -> Provenance:
+def of_field(live: JSON, path: Path, appliers: Collection[str] = (),
+             applied: JSON | None = None, seen: datetime | None = None) -> Provenance:
     """Who last changed ``path`` of ``live`` and when. ``applied``: the trusted last-applied
     configuration (None: none); ``seen``: when the watch saw this field change (None: unknown)."""
     who = ownership.owner(live, path)
@@ -98,7 +98,7 @@ def of_field(live: dict[str, Any], path: Path, appliers: Collection[str] = (),
     return Provenance(manager, _rfc3339(when), uncertain)
 
 
-def changed_by(old: dict[str, Any] | None, new: dict[str, Any]) -> list[str]:
+def changed_by(old: JSON | None, new: JSON) -> list[str]:
     """The managers owning the fields that changed from ``old`` to ``new`` (the watch's event
     line: who made this change), in path order, each once; empty when nothing says."""
     from syncer.detect.normalize import normalize

@@ -13,7 +13,7 @@ from typing import Any
 from syncer.cache import Caches
 from syncer.secrets import values
 from syncer.detect.diff import FieldDiff, compare
-from syncer.model import DriftClass, Path, format_path
+from syncer.model import JSON, DriftClass, Path, format_path
 from syncer.detect.normalize import normalize
 from syncer.secrets.redact import CONFIGMAP_KEYED, NAMED_MAPS, is_secret_key, keyed_map
 
@@ -138,15 +138,15 @@ def judge_secrets(kind: str, fds: list[FieldDiff], patterns: Sequence[str], git_
     return out
 
 
-def secret_fields(kind: str, obj: dict[str, Any], patterns: Sequence[str],
+def secret_fields(kind: str, obj: JSON, patterns: Sequence[str],
                   caches: Caches | None = None) -> list[tuple[str, str]]:
     """(field, why) of each part of a whole object that looks secret, judged as detection judges a
     difference: as if git declared only the object's identity and a person had added the rest
     live (an untracked object proposed as a new file: ``syncer.writeback.untracked``)."""
     live = normalize(obj)
     found_meta = live.get("metadata")
-    meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
-    git: dict[str, Any] = {k: live[k] for k in ("apiVersion", "kind") if k in live}
+    meta: JSON = found_meta if isinstance(found_meta, dict) else {}
+    git: JSON = {k: live[k] for k in ("apiVersion", "kind") if k in live}
     git["metadata"] = {**{k: v for k, v in meta.items() if k in ("name", "namespace")}, "labels": {}, "annotations": {}}
     found = compare(kind, git, live, moved_by=lambda _path: True)
     return [(format_path(fd.path), why) for fd, why in judge_secrets(kind, found, patterns, git, live, caches=caches)

@@ -9,9 +9,8 @@ from syncer.detect import endpoints
 from syncer.detect.binding import Family
 from syncer.cache import Caches
 from syncer.config import Config
-from syncer.detect.inputs import JSON
 from syncer.sources.manifests import GitObject, Manifests
-from syncer.model import ObjectRef, Track
+from syncer.model import JSON, ObjectRef, Track
 
 
 class Tracked:

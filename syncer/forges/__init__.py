@@ -26,7 +26,7 @@ from syncer.secrets.redact import redact_url
 if TYPE_CHECKING:
     import httpx
 
-    from syncer.forges._http import TokenSource
+    from syncer.forges.tokens import TokenSource
 
 __all__ = ["Forge", "PullRequest", "api_url", "make_forge", "same_labels", "KINDS", "FORGES", "ForgeSpec"]
 
@@ -123,7 +123,7 @@ def make_forge(
 
         client = httpx.Client(timeout=timeout)
     spec = FORGES[kind]
-    from syncer.forges._http import FileToken
+    from syncer.forges.tokens import FileToken
 
     if not isinstance(token, (str, FileToken)) and not spec.app_tokens:  # any other source is a GitHub App's
         raise ConfigError(f"--forge {kind} takes a token (--token-file), not a GitHub App")

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from syncer import USER_AGENT
-from syncer.forges._http import ForgeHttp, TokenSource
+from syncer.forges._http import ForgeHttp
+from syncer.forges.tokens import TokenSource
 from syncer.forges.base import PullRequest, is_own
 
 log = logging.getLogger("syncer.forges")

@@ -40,6 +40,7 @@ from syncer import USER_AGENT, bounds
 from syncer.bounds import InputRejected
 from syncer.errors import ConfigError, ForgeError
 from syncer.forges._http import ForgeHttp
+from syncer.model import JSON
 
 log = logging.getLogger("syncer.forges")
 
@@ -214,7 +215,7 @@ class InstallationToken:
         """Mask ``token`` from now on, before anything about its answer can be said."""
         self._known = [*self._known[-(KNOWN_TOKENS - 1):], token]
 
-    def _json(self, response: httpx.Response) -> dict[str, Any]:
+    def _json(self, response: httpx.Response) -> JSON:
         doc = self._http.json(response)
         if not isinstance(doc, dict):
             raise self._http.error(f"github at {self._http.shown_url} answered {response.request.url.path} with "

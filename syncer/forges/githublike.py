@@ -21,7 +21,8 @@ import httpx
 
 from syncer.errors import PullRequestExists
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import Params, TokenSource
+from syncer.forges._http import Params
+from syncer.forges.tokens import TokenSource
 from syncer.forges.base import PrState, PullRequest
 
 

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import httpx
 
 from syncer.forges._client import ForgeClient
-from syncer.forges._http import Params, TokenSource
+from syncer.forges._http import Params
+from syncer.forges.tokens import TokenSource
 from syncer.errors import PullRequestExists
 from syncer.forges.base import PrState, PullRequest
 

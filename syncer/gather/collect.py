@@ -27,11 +27,11 @@ from syncer.config import BoundConfig, Config
 from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, Forbidden, SyncerError
 from syncer.gather.history import GitHistory, judge
 from syncer.kinds import ALTERNATE_VERSIONS
-from syncer.detect.inputs import JSON, Answer, Inputs, LiveRead, Question, Record
+from syncer.detect.inputs import Answer, Inputs, LiveRead, Question, Record
 from syncer.gather.live import Lister, LiveSource
 from syncer.sources.manifests import GitObject, Manifests
 from syncer.detect.tracking import tracking
-from syncer.model import Drift, GitSays, ObjectRef, Path, Result, Track
+from syncer.model import JSON, Drift, GitSays, ObjectRef, Path, Result, Track
 
 
 class BaseStore(Protocol):
@@ -94,7 +94,7 @@ def _reread(source: LiveSource, ref: ObjectRef, found: object) -> LiveRead:
 def _record(store: BaseStore, ref: ObjectRef) -> Record | Exception:
     try:
         return Record(store.base(ref), store.proposed(ref))
-    except Exception as exc:  # noqa: BLE001 -- raised again where detection uses it, as ever
+    except Exception as exc:  # noqa: BLE001 -- raised again where detection uses it: it costs that object only
         return exc
 
 

@@ -256,7 +256,7 @@ class KubeSource(LiveSource):
         def one(ref: ObjectRef) -> dict[str, dict[str, Any]] | Exception:
             try:
                 return self._list(ref)
-            except Exception as exc:  # taken in order by _listed: raised or handled as before
+            except Exception as exc:  # an answer too: _listed raises or handles it in order, as if read alone
                 return exc
 
         if len(firsts) <= 1:

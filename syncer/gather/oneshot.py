@@ -2,9 +2,9 @@
 
 A one-shot command builds its whole world once (every manifest parsed, every live object
 read) and ends. Python's cyclic collector finds nothing to free in that world, yet walks it
-again and again as it grows (about 9 % of a 5,000-object ``syncer diff``), and once more
-when the interpreter ends (0.2-0.4 s at 5,000 objects: the process had printed its answer
-already). Reference counting still frees everything that is not a cycle, as always.
+again and again as it grows, and once more when the interpreter ends (when the process has
+printed its answer already): time that grows with the objects and buys nothing. Reference
+counting still frees everything that is not a cycle.
 
 And the API server is not left idle while the manifests are parsed: the LISTs of the kinds
 the files plainly declare many objects of begin first, in the background (``list_early``).
@@ -27,7 +27,7 @@ def collection_paused() -> Iterator[None]:
     """No cyclic collection while the block runs; afterwards the collector as it was (a
     ``--watch`` loop collects between its runs). What the block made is handed to the oldest
     generation (``freeze`` + ``unfreeze``): left young, the first allocation after the block
-    would walk all of it at once (0.2 s at 5,000 objects)."""
+    would walk all of it at once."""
     was = gc.isenabled()
     gc.disable()
     try:

@@ -12,7 +12,7 @@ Callers import from here (``from syncer.kube import Kube, KubeError``).
 """
 
 from syncer import USER_AGENT
-from syncer.kube.client import JSON, MAX_BODY, Kube, KubeClient, WatchStream, kube_client
+from syncer.kube.client import MAX_BODY, Kube, KubeClient, WatchStream, kube_client
 from syncer.kube.config import (
     IN_CLUSTER_DIR, SA_NAMESPACE_FILE, Connection, ReadYaml, context_namespace, load_connection,
 )
@@ -21,6 +21,7 @@ from syncer.kube.errors import (
     Unparsable, api_error, cause,
 )
 from syncer.kube.transport import DEFAULT_TIMEOUTS, KEEPALIVE_COUNT, KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, Timeouts
+from syncer.model import JSON
 
 __all__ = [
     "DEFAULT_TIMEOUTS", "IN_CLUSTER_DIR", "JSON", "KEEPALIVE_COUNT", "KEEPALIVE_IDLE", "KEEPALIVE_INTERVAL",

@@ -35,10 +35,9 @@ from syncer.kube.errors import ApiError, ClusterUnreachable, TooLarge, Unparsabl
 from syncer.kube.transport import (
     DEFAULT_TIMEOUTS, REQUEST, Armed, HTTPPool, HTTPSPool, Stream, Timeouts, drop, socket_options,
 )
-from syncer.model import ObjectRef
+from syncer.model import JSON, ObjectRef
 from syncer.secrets.redact import redact_url
 
-JSON = dict[str, Any]
 
 log = logging.getLogger("syncer.kube")
 
@@ -230,7 +229,7 @@ class KubeClient:
         (so the object, when read by name), never a ``RecursionError`` that ends the run; one
         nested deeper than ``bounds.MAX_JSON_DEPTH`` but parsed is refused per object by
         detection (``bounds.check_nodes``). No scan of the text first: json's C decoder checks
-        its own depth, and a Python scan of every answer cost more than the parse (36 ms per MB)."""
+        its own depth, and a Python scan of every answer would cost more than the parse."""
         if not data:
             return None
         try:

@@ -4,7 +4,8 @@ A small kubeconfig reader (explicit file, ``$KUBECONFIG``'s list, ``~/.kube/conf
 token file, basic auth, client certificates, CA, ``insecure-skip-tls-verify``,
 ``tls-server-name``, and the in-cluster service account. Only kubeconfigs that need a
 credential plugin (``exec``, ``auth-provider``) import the official ``kubernetes`` package,
-which then refreshes the bearer token; everyone else is spared its ~40 MiB and ~0.4 s import.
+which then refreshes the bearer token; everyone else is spared its import, which costs more
+memory and start-up time than the rest of syncer (README, "Dependencies").
 It is the optional extra ``syncer[exec-auth]``; without it such a kubeconfig is one clear error.
 
 The kubeconfig's YAML is read by the caller's ``read_yaml`` (``manifests.parse_documents``, YAML
@@ -21,11 +22,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from syncer import USER_AGENT
 from syncer.errors import ConfigError
 from syncer.kube.errors import NoCredentials
+from syncer.model import JSON
 
 #: YAML text and the name to show in errors -> its documents; ConfigError ``file:line`` when malformed.
 ReadYaml = Callable[[str, str], Sequence[object]]
@@ -128,15 +129,15 @@ class Connection:
         return f"{kind} of {self.source}" if self.source else kind
 
 
-def _named(doc: dict[str, Any], section: str, key: str, where: str) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def _named(doc: JSON, section: str, key: str, where: str) -> dict[str, JSON]:
+    out: dict[str, JSON] = {}
     for entry in doc.get(section) or []:
         if isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get(key), dict):
             out.setdefault(entry["name"], entry[key])
     return out
 
 
-def _file_or_data(entry: dict[str, Any], name: str, base: Path, where: str) -> bytes | None:
+def _file_or_data(entry: JSON, name: str, base: Path, where: str) -> bytes | None:
     data = entry.get(f"{name}-data")
     if data:
         try:
@@ -226,7 +227,7 @@ def _load_connection(kubeconfig: str | None, context: str | None, read_yaml: Rea
     if not files and not context:
         return _in_cluster()
     where = kubeconfig or os.environ.get("KUBECONFIG") or str(files[0] if files else "~/.kube/config")
-    merged: dict[str, Any] = {"clusters": [], "users": [], "contexts": []}
+    merged: JSON = {"clusters": [], "users": [], "contexts": []}
     current = ""
     bases: dict[tuple[str, str], Path] = {}
     read = 0

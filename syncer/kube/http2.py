@@ -16,6 +16,8 @@ it may open, and then:
                 consumes every byte as it arrives);
 * ``cancel``    resets a stream the caller gave up on.
 
+``Pool`` shards the streams over as many connections as their number needs.
+
 Every wait is bounded: the connect and TLS handshake by ``connect`` seconds, a write by
 ``WRITE_TIMEOUT``; reads never block.
 
@@ -26,6 +28,7 @@ allows 100 streams per connection by default (``--http2-max-streams-per-connecti
 
 from __future__ import annotations
 
+import math
 import select
 import socket
 import ssl
@@ -45,7 +48,7 @@ from syncer.kube.config import Connection, ssl_context
 from syncer.kube.errors import ClusterUnreachable
 from syncer.kube.transport import DEFAULT_TIMEOUTS, socket_options
 
-__all__ = ["Endpoint", "H2Conn", "WRITE_TIMEOUT", "connect"]
+__all__ = ["Endpoint", "H2Conn", "Pool", "WRITE_TIMEOUT", "connect"]
 
 #: A write (a request's headers, a window update) that the kernel does not take within this
 #: long means the connection is stuck.
@@ -89,7 +92,7 @@ class Endpoint:
 
     def tls(self) -> ssl.SSLContext:
         """The TLS context of every connection to this endpoint, built once (loading the system's
-        and the kubeconfig's CAs costs about 0.1 s of CPU)."""
+        and the kubeconfig's CAs costs more CPU than a connection's handshake)."""
         ctx = _CONTEXTS.get(id(self.conn))
         if ctx is None or ctx[0] is not self.conn:
             context = ssl_context(self.conn)
@@ -288,3 +291,56 @@ def connect(api: Kube, max_streams: int) -> tuple[Endpoint, H2Conn | str] | None
     endpoint further ones are opened to; ``None`` unless ``api`` is the real client over https."""
     ep = Endpoint.of(api)
     return None if ep is None else (ep, H2Conn.open(ep, max_streams))
+
+
+class Pool:
+    """The HTTP/2 connections to one endpoint, each carrying at most its ``limit`` of streams: a
+    request goes to the newest connection with room, else to a new one, so no stream waits behind
+    a full connection. A connection that cannot be opened is not tried again for ``retry_after``
+    seconds: the requests due meanwhile fail alike, without a connect each."""
+
+    def __init__(self, ep: Endpoint, first: H2Conn, max_streams: int, retry_after: float = 1.0) -> None:
+        self.ep, self.max_streams, self.retry_after = ep, max_streams, retry_after
+        self.conns: list[H2Conn] = [first]
+        #: Connections opened so far (the first included): a counter for tests and the bench.
+        self.opened = 1
+        self._no_connect_until, self._connect_error = 0.0, ""
+
+    @property
+    def per_connection(self) -> int:
+        """Streams each connection carries (ours or the server's limit, the lower)."""
+        return max(1, self.conns[0].limit if self.conns else self.max_streams)
+
+    def connections_for(self, streams: int) -> int:
+        return max(1, math.ceil(streams / self.per_connection))
+
+    def with_room(self) -> tuple[H2Conn, bool]:
+        """A connection with room for one more stream, and whether it was opened for it;
+        ``ClusterUnreachable`` when none can be opened."""
+        for conn in reversed(self.conns):  # the newest first: the older ones are mostly full
+            if conn.room > 0:
+                return conn, False
+        now = time.monotonic()
+        if now < self._no_connect_until:
+            raise ClusterUnreachable(self._connect_error, transient=True)
+        try:
+            opened = H2Conn.open(self.ep, self.max_streams)
+        except ClusterUnreachable as exc:
+            opened = str(exc)
+        if isinstance(opened, str):
+            self._no_connect_until, self._connect_error = now + self.retry_after, opened
+            raise ClusterUnreachable(opened, transient=True)
+        self.conns.append(opened)
+        self.opened += 1
+        return opened, True
+
+    def remove(self, conn: H2Conn) -> bool:
+        """Forget a lost connection (the caller closes it); False when the pool had forgotten it."""
+        if conn not in self.conns:
+            return False
+        self.conns.remove(conn)
+        return True
+
+    def close(self) -> None:
+        for conn in list(self.conns):
+            conn.close()

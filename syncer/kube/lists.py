@@ -10,10 +10,11 @@ broken or hostile server might send (a missing or non-list ``items``, a non-obje
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+
+from syncer.model import JSON
 
 
-def named_items(answer: Mapping[str, object]) -> Iterator[tuple[str, dict[str, Any]]]:
+def named_items(answer: Mapping[str, object]) -> Iterator[tuple[str, JSON]]:
     """(name, object) for each item of a LIST answer that is an object with a string name."""
     items = answer.get("items")
     for item in items if isinstance(items, list) else ():

@@ -142,7 +142,7 @@ class HTTPSPool(HTTPSConnectionPool):
 class _QuietPoolFull(logging.Filter):
     """urllib3 warns each time it closes a connection the pool has no room to keep; with one
     watch per object (a resourceNames Role) that is a line per object at every start or
-    reconnect, thousands at 5,000 objects (issue #24). Nothing is lost: the connection is closed."""
+    reconnect, thousands of lines that say nothing. Nothing is lost: the connection is closed."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith("Connection pool is full")

@@ -30,8 +30,9 @@ def _options() -> Any:
 
 
 _OPTIONS = _options()
-#: ``secretKeys`` of one config, at most: patterns, and characters in all (issue #21, third
-#: round: 400 accepted patterns thrashed the compile cache, 26 s for 20 keys).
+#: ``secretKeys`` of one config, at most: patterns, and characters in all. Every key is matched
+#: against every pattern, and hundreds of patterns would thrash RE2's compile cache: a hostile
+#: config could make each pass take seconds.
 MAX_PATTERNS = 64
 MAX_CHARS = 8192
 #: What RE2 may use for all of one config's patterns compiled as one alternation.

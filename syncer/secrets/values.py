@@ -20,11 +20,11 @@ the value (properties lines)"``) or None; it never says the secret. Work is boun
 linear. Inner values that are references, not secrets (``${DB_PASSWORD}``, ``{{ .pw }}``,
 ``$(PW)``, empty, ``true``, a number under six digits such as ``tokens: 3``), are no hit.
 
-Why not Yelp's ``detect-secrets`` (measured 2026-12-01, 1.5.0, the latest release, of May
-2024): its plugins cost 3.3 µs a value called directly (63 µs through ``scan_line``), but
-importing them costs 95-146 ms and 6.9 MiB (they import ``requests`` for verification, which
-syncer does not otherwise load); its settings are one process-wide object (``scan_line``
-reconfigures it: not safe with the sidecar's threads); and of this review's six shapes it
+Why not Yelp's ``detect-secrets`` (1.5.0, its latest release): its plugins are fast called
+directly, but importing them adds a large share to every start of syncer (they import
+``requests`` for verification, which syncer does not otherwise load); its settings are one
+process-wide object (``scan_line`` reconfigures it: not safe with the sidecar's threads); and
+of this review's six shapes it
 knew three (Slack, Stripe, AWS ``ASIA``; not ``AIza``, ``sk-proj-`` without its ``T3BlbkFJ``
 marker, ``Bearer``); its keyword plugin reads source code, not configuration files. The
 shapes (``syncer/secrets/shapes.py``) follow its and gitleaks' rule families.
@@ -44,7 +44,7 @@ from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS, REDACTED, is_secret_k
 
 #: Files inside files (a properties line holding a DSN, a YAML block holding a ``.env``).
 MAX_DEPTH = 3
-#: Characters of a value parsed as YAML (its Python constructor takes ~10 ms a KiB); a larger
+#: Characters of a value parsed as YAML (its Python constructor is slow on large texts); a larger
 #: value is read line by line (``key: value`` lines still count, ``- name:``/``value:`` items not).
 MAX_YAML = 16 * 1024
 #: What only a YAML parser reads right: ``- name: X`` items (their ``value:`` on the next line), flow collections.
@@ -53,7 +53,8 @@ _YAML_ONLY = re.compile(r"^[ \t]*-[ \t]+name[ \t]*:|[{\[]", re.MULTILINE)
 MAX_WALK = 100_000
 #: Characters of inner strings parsed as files across all depths of one value's judgement: YAML aliases
 #: (``*a`` a thousand times) name one inner file many times; each is judged once, and all
-#: inner files together are parsed up to this budget (issue #21, third round).
+#: inner files together are parsed up to this budget (the value's own size, so an alias bomb
+#: costs no more than a value that size).
 MAX_PARSED = 1024 * 1024
 
 #: ``<password>x</password>`` and ``password="x"`` of an XML file.

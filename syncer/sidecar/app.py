@@ -41,6 +41,7 @@ from syncer.sidecar.state import DEFAULT_NAME, ConfigMapStore
 from syncer.sidecar.watch import WatchSettings
 from syncer.sidecar.watchset import WatchSet
 from syncer.writeback.deliver import load_installation
+from syncer.model import JSON
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -102,7 +103,7 @@ class ConfigOverride:
         return True
 
 
-def probe(api: Kube, kind: str, path: str, namespace: str, name: str, body: dict[str, Any]) -> list[str]:
+def probe(api: Kube, kind: str, path: str, namespace: str, name: str, body: JSON) -> list[str]:
     """Try get, then update (and create when absent) with dryRun: the real requests, nothing
     written. Returns one message per verb the API server refused."""
     missing: list[str] = []
@@ -150,7 +151,7 @@ class Sidecar:
         self.cache = LiveCache(api.host, clock=clock, on_change=self._changed)
         self.cache.on_rejected = lambda: self.metrics.rejected("api-server")
         self.cache.lister = KubeSource(api)  # untracked objects (``untracked:``) are listed at each pass
-        self.health = Health(self.cache, tick=s.tick, resync=s.resync, clock=clock)
+        self.health = Health(self.cache, tick=s.timing.tick, resync=s.timing.resync, clock=clock)
         self.health.git_reached()  # ``ws`` was just cloned (or fetched) from the remote: it answered
         self.watches = WatchSet(api, self.cache, settings.watch, on_restart=self.metrics.watch_restarts.inc,
                                 on_error=lambda: self.metrics.error("watch"))

@@ -8,14 +8,14 @@ streams instead:
 
 * one thread, a selector over the connections (``syncer.kube.http2``: TLS, credentials and
   headers are the Kubernetes client's) and a wake-up socket;
-* each connection carries at most 90 % of the server's ``SETTINGS_MAX_CONCURRENT_STREAMS``
-  (kube-apiserver from v1.29: 100 by default, so 90; v1.20: 250, so 225;
-  ``--http2-max-streams-per-connection``) and never more than ``MAX_STREAMS``; a request that
-  finds no room opens a new connection, so no stream ever waits behind a full one;
+* the streams sharded over connections (``kube.http2.Pool``): each carries at most 90 % of the
+  server's ``SETTINGS_MAX_CONCURRENT_STREAMS`` (``--http2-max-streams-per-connection``) and
+  never more than ``MAX_STREAMS``, and one with no room means a new one, so no stream ever
+  waits behind a full connection;
 * each object has at most one stream at a time: its list (``fieldSelector=metadata.name=X``)
   or its watch from the list's version with bookmarks (the queries of watch.py), whose DATA is
-  cut into lines and decoded as it arrives (``decode_event``); an event naming another object
-  is dropped there;
+  cut into lines (``h2stream.Stream``, within the watches' memory budget) and decoded as it
+  arrives (``decode_event``); an event naming another object is dropped there;
 * the guarantees of ``ObjectWatcher`` stay, through the same ``Retry`` (retry.py): 410 re-lists
   (never re-watches the expired version), any other failure reconnects from the last version
   after a capped, jittered backoff, the server's end of a watch (``timeoutSeconds``) resumes at
@@ -31,7 +31,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import math
 import random
 import selectors
 import socket
@@ -39,24 +38,21 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlencode
 
 import h2.events
 
-from syncer.bounds import load_json
 from syncer.errors import ClusterError
-from syncer.kube import MAX_BODY, ApiError, ClusterUnreachable, Gone, Kube, api_error
-from syncer.kube.http2 import Endpoint, H2Conn, connect
-from syncer.kube.budget import BUDGET, Budget, EventTooLarge, Lines
+from syncer.kube import ClusterUnreachable, Gone, Kube
+from syncer.kube.budget import BUDGET, Budget
+from syncer.kube.http2 import Endpoint, H2Conn, Pool, connect
 from syncer.logs import event
+from syncer.sidecar.h2stream import Stream
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Flag, Retry, Retrying, WatchSettings, as_cluster_error
 from syncer.sidecar.watch import Target, decode_event, listed, watch_query, watched
 
 log = logging.getLogger("syncer.watch")
-
-JSON = dict[str, Any]
 
 #: Streams per connection at most, whatever the server allows (within it: 90 % of its limit).
 MAX_STREAMS = 250
@@ -80,7 +76,7 @@ class MuxWatch(Retrying):
         self.rv: str | None = None
         self.stopped = False
         self.due = 0.0
-        self.request: _Request | None = None
+        self.request: Stream | None = None
 
 
     def stop(self) -> None:
@@ -90,30 +86,6 @@ class MuxWatch(Retrying):
 
     def join(self, timeout: float | None = None) -> None:
         """Nothing to wait for: the multiplexer's thread is stopped with the multiplexer."""
-
-
-class _Request:
-    """One stream: an object's list or watch, as its bytes arrive."""
-
-    __slots__ = ("w", "conn", "sid", "watching", "what", "deadline", "idle", "heard", "status", "buf", "held",
-                 "lines")
-
-    def __init__(self, w: MuxWatch, conn: H2Conn, sid: int, watching: bool, budget: float, idle: float) -> None:
-        self.w, self.conn, self.sid, self.watching = w, conn, sid, watching
-        self.what = f"{'watch' if watching else 'list'} {w.ref}"
-        now = time.monotonic()
-        self.deadline, self.idle, self.heard = now + budget, idle, now
-        self.status = 0
-        self.buf = bytearray()  # a list's answer or an error's Status, whole
-        self.held = 0  # of ``buf``, taken from the budget
-        self.lines: Lines | None = None  # a watch's events
-
-    def free(self, budget: Budget) -> None:
-        """Give back what this stream holds (once; the stream is over)."""
-        budget.give(self.held)
-        self.held = 0
-        if self.lines is not None:
-            self.lines.close()
 
 
 class Multiplexer:
@@ -130,8 +102,8 @@ class Multiplexer:
         self._first = threading.Condition()  # of every watch's first answer (``Flag``)
         self._listing = 0  # lists in flight
         self._to_list: deque[MuxWatch] = deque()  # due to list, waiting for one of those to end
-        self.conns: list[H2Conn] = []
-        self._requests: dict[tuple[int, int], _Request] = {}  # (id(conn), stream id) -> request
+        self.pool = Pool(ep, first, max_streams, retry_after=TICK)
+        self._requests: dict[tuple[int, int], Stream] = {}  # (id(conn), stream id) -> request
         self._due: list[tuple[float, int, MuxWatch]] = []
         self._seq = itertools.count()
         self._calls: deque[Callable[[], None]] = deque()
@@ -142,10 +114,7 @@ class Multiplexer:
         self._wake_w.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, None)
         self._stopping = False
-        self._no_connect_until, self._connect_error = 0.0, ""
-        #: Connections opened so far (the first included): a counter for tests and the bench.
-        self.opened = 0
-        self._add(first)
+        self._sel.register(first.sock, selectors.EVENT_READ, first)
         self._thread = threading.Thread(target=self._run, name="watch (HTTP/2)", daemon=True)
         self._thread.start()
 
@@ -166,10 +135,15 @@ class Multiplexer:
     @property
     def per_connection(self) -> int:
         """Streams each connection carries (ours or the server's limit, the lower)."""
-        return max(1, self.conns[0].limit if self.conns else self.max_streams)
+        return self.pool.per_connection
 
     def connections_for(self, objects: int) -> int:
-        return max(1, math.ceil(objects / self.per_connection))
+        return self.pool.connections_for(objects)
+
+    @property
+    def opened(self) -> int:
+        """Connections opened so far (the first included)."""
+        return self.pool.opened
 
     # -- what other threads call ------------------------------------------------------------
 
@@ -209,9 +183,8 @@ class Multiplexer:
                     time.sleep(TICK)
         finally:
             for req in list(self._requests.values()):
-                req.free(self.budget)
-            for conn in list(self.conns):
-                conn.close()
+                req.free()
+            self.pool.close()
             self._sel.close()
             self._wake_r.close()
             self._wake_w.close()
@@ -233,7 +206,7 @@ class Multiplexer:
         return last_tick
 
     def _flush(self) -> None:
-        for conn in list(self.conns):
+        for conn in list(self.pool.conns):
             try:
                 conn.flush()
             except OSError as exc:
@@ -251,11 +224,6 @@ class Multiplexer:
                     return
                 fn = self._calls.popleft()
             fn()
-
-    def _add(self, conn: H2Conn) -> None:
-        self.conns.append(conn)
-        self.opened += 1
-        self._sel.register(conn.sock, selectors.EVENT_READ, conn)
 
     def _schedule(self, w: MuxWatch, delay: float) -> None:
         if w.stopped:
@@ -282,22 +250,10 @@ class Multiplexer:
                 self._failed(w, exc)
 
     def _connection(self) -> H2Conn:
-        for conn in reversed(self.conns):  # the newest first: the older ones are mostly full
-            if conn.room > 0:
-                return conn
-        now = time.monotonic()
-        if now < self._no_connect_until:
-            raise ClusterUnreachable(self._connect_error, transient=True)
-        try:
-            opened = H2Conn.open(self.ep, self.max_streams)
-        except ClusterUnreachable as exc:
-            opened = str(exc)
-        if isinstance(opened, str):
-            self._no_connect_until = now + TICK  # the objects due meanwhile fail alike, without a try each
-            self._connect_error = opened
-            raise ClusterUnreachable(self._connect_error, transient=True)
-        self._add(opened)
-        return opened
+        conn, new = self.pool.with_room()
+        if new:
+            self._sel.register(conn.sock, selectors.EVENT_READ, conn)
+        return conn
 
     def _start(self, w: MuxWatch) -> None:
         conn = self._connection()
@@ -311,7 +267,7 @@ class Multiplexer:
         except OSError as exc:
             self._lost(conn, exc)
             raise
-        req = _Request(w, conn, sid, w.rv is not None, budget, idle)
+        req = Stream(w, conn, sid, w.rv is not None, budget, idle, self.budget)
         self._listing += not req.watching
         w.request = req
         self._requests[(id(conn), sid)] = req
@@ -324,8 +280,7 @@ class Multiplexer:
 
     def _lost(self, conn: H2Conn, exc: BaseException) -> None:
         """The connection is gone: every stream on it fails (each object backs off on its own)."""
-        if conn in self.conns:
-            self.conns.remove(conn)
+        if self.pool.remove(conn):
             self._sel.unregister(conn.sock)
         conn.close()
         error = ClusterUnreachable(f"watch over HTTP/2 to {self.ep.host}:{self.ep.port}: connection lost "
@@ -346,9 +301,12 @@ class Multiplexer:
         req.heard = time.monotonic()
         try:
             if isinstance(ev, h2.events.ResponseReceived):
-                self._response(req, dict(ev.headers or []))
+                if req.response(dict(ev.headers or [])):
+                    self.cache.stream_up(req.w.ref)
+                    req.w.first.set()
             elif isinstance(ev, h2.events.DataReceived):
-                self._data(req, ev.data or b"")
+                for line in req.data(ev.data or b""):
+                    self._line(req, line)
             elif isinstance(ev, h2.events.StreamEnded):
                 self._end(req)
                 self._complete(req)
@@ -362,30 +320,7 @@ class Multiplexer:
             self._failed(req.w, exc if isinstance(exc, (ClusterError, ValueError)) else ClusterError(
                 f"{req.what}: {type(exc).__name__}: {exc}; retrying", transient=True))
 
-    def _response(self, req: _Request, headers: dict[Any, Any]) -> None:
-        req.status = int(headers.get(b":status") or 0)
-        if req.watching and req.status == 200:
-            self.cache.stream_up(req.w.ref)
-            req.w.first.set()
-
-    def _data(self, req: _Request, data: bytes) -> None:
-        if req.status != 200 or not req.watching:  # a list of one object, or an error's Status: whole
-            self.budget.take(len(data), req.what)
-            req.held += len(data)
-            req.buf += data
-            if len(req.buf) > self.budget.per_event:
-                raise EventTooLarge(f"{req.what}: an answer of more than {self.budget.per_event // 2 ** 20} MiB "
-                                    "for one object; not read", transient=True)
-            return
-        if req.lines is None:
-            req.lines = Lines(req.what, self.budget)
-        for line in req.lines.feed(data):
-            try:
-                self._line(req, line)
-            finally:
-                req.lines.release(len(line))
-
-    def _line(self, req: _Request, line: bytes) -> None:
+    def _line(self, req: Stream, line: bytes) -> None:
         ev = decode_event(line, req.what, self.budget)
         w = req.w
         if ev is None or w.stopped:
@@ -395,34 +330,26 @@ class Multiplexer:
             return  # not the object this stream is for: dropped as decoded
         w.rv = watched(self.cache, w.ref, w.retry, etype, obj, w.rv or "")
 
-    def _complete(self, req: _Request) -> None:
+    def _complete(self, req: Stream) -> None:
         """The server ended the stream: a list's answer, a watch's end, or an error."""
         w = req.w
         if req.status != 200:
-            try:
-                body: Any = load_json(bytes(req.buf).decode("utf-8", "replace"), req.what, max_bytes=MAX_BODY)
-            except ValueError:
-                body = bytes(req.buf)
-            if req.status == 401:
-                self.ep.conn.rejected()  # a token file is read again for the next request
-            raise api_error(req.status or 502, body, req.what, self.ep.conn.describe(), self.ep.conn.known())
+            raise req.failure(self.ep.conn)
         if w.stopped:
             return
         if req.watching:
-            if req.lines is not None and (line := req.lines.rest()):
+            if line := req.last_line():
                 self._line(req, line)
             self._schedule(w, 0.0)  # timeoutSeconds passed: go on from rv
             return
-        with self.budget.parsing(len(req.buf)):
-            doc = load_json(bytes(req.buf).decode("utf-8"), req.what, max_bytes=MAX_BODY)
-        obj, rv = listed(w.target, doc if isinstance(doc, dict) else None, req.what)
+        obj, rv = listed(w.target, req.answer(), req.what)
         self.cache.put(w.ref, obj)
         self.cache.accepted()
         w.rv = rv
         self._schedule(w, 0.0)
 
-    def _end(self, req: _Request, cancel: bool = False) -> None:
-        req.free(self.budget)
+    def _end(self, req: Stream, cancel: bool = False) -> None:
+        req.free()
         if self._requests.pop((id(req.conn), req.sid), None) is not None and not req.watching:
             self._listing -= 1
             while self._to_list:
@@ -447,7 +374,7 @@ class Multiplexer:
 
     def _check_deadlines(self, now: float) -> None:
         for req in list(self._requests.values()):
-            if now > req.deadline or now - req.heard > req.idle:
+            if req.late(now):
                 self._end(req, cancel=True)
                 self._failed(req.w, ClusterUnreachable(f"{req.what}: no complete answer in time; reconnecting",
                                                        transient=True))

@@ -13,8 +13,8 @@ threads. Where the Role grants ``list`` and ``watch`` on the kind in the namespa
                        re-list on 410 (never re-watch the expired version), reconnect from the
                        last version with capped, jittered backoff after any other failure.
                        Events for objects syncer does not track are dropped as they are decoded.
-                       A tracked name added later makes it list again (its object may exist and
-                       was dropped until now).
+                       A tracked name added later makes it list again (its object may exist,
+                       and its events were dropped while it was not tracked).
 
 A 403 on the collection is no error of the objects: ``on_refused`` hands them to per-object
 watches (``WatchSet`` in watch.py decides, and says which path it took).
@@ -27,20 +27,18 @@ import random
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from syncer.errors import ClusterError
 from syncer.kube import ApiError, Gone, Kube, WatchStream
 from syncer.kube.lists import named_items
 from syncer.logs import event
-from syncer.model import ObjectRef
+from syncer.model import JSON, ObjectRef
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
 from syncer.sidecar.watch import change_managers, stream
 
 log = logging.getLogger("syncer.watch")
 
-JSON = dict[str, Any]
 
 #: Objects per LIST page (as the one-shot reads, syncer/gather/live.py).
 PAGE = 500

@@ -28,6 +28,7 @@ from typing import Any
 from syncer.errors import ClusterError
 from syncer.kube import Conflict, Kube
 from syncer.logs import event
+from syncer.model import JSON
 
 log = logging.getLogger("syncer.lease")
 
@@ -56,7 +57,7 @@ class LeaderElector:
         self.monotonic, self.wall = monotonic, wall
         self.on_change = on_change
         self._lock = threading.Lock()
-        self._lease: dict[str, Any] | None = None  # our last copy
+        self._lease: JSON | None = None  # our last copy
         self._seen: tuple[Any, ...] | None = None  # the others' record, as last observed
         self._seen_at = 0.0
         self._renewed_at: float | None = None  # last successful acquire/renew (monotonic)
@@ -95,7 +96,7 @@ class LeaderElector:
     def _ref(self) -> str:
         return f"Lease/{self.namespace}/{self.name}"
 
-    def _spec(self, old: dict[str, Any] | None) -> dict[str, Any]:
+    def _spec(self, old: JSON | None) -> JSON:
         now = _micro_time(self.wall())
         spec = dict(old or {})
         if spec.get("holderIdentity") != self.holder:
@@ -130,7 +131,7 @@ class LeaderElector:
             return False
         return self._put(current, self._spec(spec))
 
-    def _put(self, lease: dict[str, Any], spec: dict[str, Any]) -> bool:
+    def _put(self, lease: JSON, spec: JSON) -> bool:
         meta = {k: v for k, v in (lease.get("metadata") or {}).items() if k != "managedFields"}
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
         try:

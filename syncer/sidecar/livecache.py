@@ -62,7 +62,7 @@ _ENTRY_WORDS = ("manager", "operation", "apiVersion", "fieldsType", "time", "sub
 def _share_fields(obj: dict[str, Any], shared: dict[str, Any]) -> None:
     """Replace each managedFields entry's ``fieldsV1`` by an equal tree already held, and its short
     words by interned strings. Thousands of objects written by the same tools carry the same
-    trees: about 2 KiB an object of the watch cache (issue #24). The objects are read-only once
+    trees, the largest part of an object in the watch cache. The objects are read-only once
     stored, so sharing equal subtrees changes nothing a reader can see."""
     meta = obj.get("metadata")
     entries = meta.get("managedFields") if isinstance(meta, dict) else None

@@ -17,7 +17,8 @@ only, for metrics. Every pass updates the metrics and tracks outages: an Endpoin
 ``drift.cleared`` webhook carrying both times. ``undeclared`` addresses are sent once each.
 
 Failures are counted per stage (git, forge, detect, state) and retried: transient ones with
-exponential backoff, permanent ones at the next change or resync. The clock is injected, and
+exponential backoff, permanent ones at the next change or resync; a bug (``crashed``) is logged
+with its traceback, counted, and waits the longest retry. The clock is injected, and
 ``step`` runs at most one pass, so tests can replay a morning of events in milliseconds.
 
 The parts: ``schedule`` (when a pass is due: pure arithmetic), ``passes`` (one pass and its
@@ -31,6 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -71,24 +73,10 @@ class LoopSettings:
     installation: str
     mode: Mode = DEFAULT_MODE
     reproduce: str = ""
-    #: A pass starts once the watch has been quiet this long: the endpoint manager patches an
-    #: Endpoints and a kubectl edit touches a ConfigMap in bursts of events within a second or two.
-    debounce: float = Timing.debounce
-    #: ...but no later than this after the first event of a burst, however busy the stream.
-    debounce_max: float = Timing.debounce_max
-    #: Full resync: a pass even without events. It is what notices commits pushed to git.
-    resync: float = Timing.resync
-    #: The loop wakes at least this often, so /healthz can tell it is alive.
-    tick: float = 5.0
-    #: Retry after a transient failure: 5 s, doubling, at most 5 minutes.
-    retry_base: float = Timing.retry_base
-    retry_cap: float = Timing.retry_cap
+    #: When passes run (debounce, resync, retries, the loop's tick).
+    timing: Timing = Timing()
     #: The programs the installation's source runs (``--kustomize``).
     tools: Tools = DEFAULT_TOOLS
-
-    @property
-    def timing(self) -> Timing:
-        return Timing(self.debounce, self.debounce_max, self.resync, self.retry_base, self.retry_cap)
 
 
 def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> set[ObjectRef]:
@@ -165,15 +153,33 @@ class Loop:
             self._wake.clear()
             try:
                 self.step()
-            except Exception as exc:  # noqa: BLE001 - the loop must outlive any bug in a pass
-                self.metrics.error("detect")
-                event(log, logging.ERROR, "pass crashed", error=f"{type(exc).__name__}: {exc}")
-                self.schedule.crashed(self.clock())
+            except Exception as exc:  # noqa: BLE001 - not in syncer's error tree: a bug (``crashed``)
+                self.crashed(exc)
             self.health.loop_ticked()
             if stop.is_set():
                 break
             now = self.clock()
-            self._wake.wait(min(self.settings.tick, max(0.0, self.next_wakeup(now) - now)))
+            self._wake.wait(min(self.settings.timing.tick, max(0.0, self.next_wakeup(now) - now)))
+
+    def crashed(self, exc: Exception) -> None:
+        """A bug ended a pass (an exception outside syncer's error tree: ``passes``). The sidecar
+        goes on, deliberately, rather than exit for the kubelet to restart it: a restart re-lists
+        every watched object (seconds of API server load at thousands of them), would not cure a
+        bug that one object's content triggers (it would crash-loop, and the other objects' drifts
+        would stop being proposed), and in sidecar mode the container sits in the reconciler's
+        pod. So the bug is logged with its traceback and counted (``syncer_internal_errors_total``
+        and a failed pass); what the installation remembers between passes is dropped, since a
+        bug may have left it half-made (the watches' live objects are the server's and stay);
+        the next pass waits the longest retry, never a tight loop. Readiness and liveness say
+        what they always say (the upstreams, the loop ticking): a bug is not an unreachable
+        upstream, and an unready sidecar would take the reconciler's pod out of its Services."""
+        self.metrics.internal_error()
+        self.metrics.passes.labels(self.settings.installation, "error").inc()
+        trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        event(log, logging.ERROR, "pass failed: a bug in syncer; retrying after the longest backoff",
+              error=f"{type(exc).__name__}: {exc}", traceback=trace)
+        self.caches.clear()
+        self.schedule.crashed(self.clock())
 
     # -- one pass -------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ read: the Role lacks their grant), ``syncer_failing_objects{installation}`` (obj
 the latest pass: a hostile or broken object costs only itself, and this says so),
 ``syncer_leader{installation}``, ``syncer_ready{installation}`` (1 while ``/readyz`` answers 200,
 computed at each scrape), ``syncer_outages_total{installation}``,
-``syncer_passes_total{installation,result}`` and ``syncer_credentials_rejected_total{upstream}``
+``syncer_passes_total{installation,result}``, ``syncer_internal_errors_total{installation}``
+(passes a bug ended: ``Loop.crashed``) and ``syncer_credentials_rejected_total{upstream}``
 (requests an upstream answered by rejecting syncer's credentials: ``api-server`` 401s, ``forge``
 401s, ``git`` authentication failures; ``/readyz`` is 503 while the latest answer was one).
 """
@@ -67,6 +68,10 @@ class Metrics:
                                ["installation"], registry=r)
         self.passes = Counter("syncer_passes", "Passes run, by result (ok, error, follower).",
                               ["installation", "result"], registry=r)
+        self.internal_errors = Counter(
+            "syncer_internal_errors", "Passes a bug in syncer ended (an exception outside its error tree; the "
+            "log has the traceback).", ["installation"], registry=r)
+        self.internal_errors.labels(installation).inc(0)
         self.credentials_rejected = Counter(
             "syncer_credentials_rejected", "Requests an upstream (api-server, forge, git) answered by rejecting "
             "syncer's credentials (401): an expired or revoked token.", ["upstream"], registry=r)
@@ -86,6 +91,10 @@ class Metrics:
 
     def error(self, stage: str) -> None:
         self.sync_errors.labels(stage).inc()
+
+    def internal_error(self) -> None:
+        """A bug ended a pass (``Loop.crashed``)."""
+        self.internal_errors.labels(self.installation).inc()
 
     def rejected(self, upstream: str) -> None:
         """``upstream`` (one of ``UPSTREAMS``) rejected syncer's credentials once more."""

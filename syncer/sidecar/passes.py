@@ -4,10 +4,13 @@ A pass reads the state record (direction depends on it: no pass without it), the
 back through ``sync.deliver``: the leader in the configured mode, a follower
 (``--leader-elect``) as a dry run in the clone, for metrics only.
 
-A failure is blamed on a stage (``state``, ``git``, ``forge``, ``detect``), counted, shown
-in readiness when git failed or an upstream rejected syncer's credentials, and retried: a transient one after the schedule's backoff, a
-permanent one at the next change, config reload or resync. A bug (any other exception)
-costs one pass, never the sidecar.
+A failure syncer's error tree names (``SyncerError``, ``syncer.errors``) is blamed on a stage
+(``state``, ``git``, ``forge``, ``detect``), counted, shown in readiness when git failed or an
+upstream rejected syncer's credentials, and retried as its ``transient`` says: a transient one
+after the schedule's backoff, a permanent one at the next change, config reload or resync.
+
+Any other exception is a bug, not a failure of an upstream: it is not retried as if it were
+transient, it raises out of the pass, and the loop (``Loop.run``) has the one policy for it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
     from syncer.forges.base import Forge
     from syncer.sidecar.state import ConfigMapStore
 
-log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
+log = logging.getLogger("syncer.loop")  # the loop's logger: JSON logs name it, and queries filter on it
 
 
 @dataclass
@@ -81,15 +84,13 @@ class PassRunner:
 
     def run(self, reason: str, leader: bool, now: float, schedule: Schedule) -> PassReport:
         """One pass at ``now``; a failure is reported in the result (``error``, ``stage``) and
-        its retry set in ``schedule``."""
+        its retry set in ``schedule``; a bug raises."""
         report = PassReport(reason, leader)
         self.health.pass_started()
         try:
             report.outcome = self._deliver(leader, datetime.fromtimestamp(now, timezone.utc), report)
         except SyncerError as exc:
             self._failed(report, exc, now, schedule)
-        except Exception as exc:  # noqa: BLE001 - a bug must cost one pass, not the sidecar
-            self._failed(report, SyncerError(f"{type(exc).__name__}: {exc}", transient=True), now, schedule)
         finally:
             self.health.pass_ended()
         return report

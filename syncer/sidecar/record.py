@@ -8,15 +8,14 @@ store (``keep``).
 
 from __future__ import annotations
 
-from typing import Any
 
 from syncer.cache import Caches, by_identity
 from syncer.config import NEVER_WRITTEN
 from syncer.sources.manifests import Manifests
-from syncer.model import ObjectRef, Result
+from syncer.model import JSON, ObjectRef, Result
 from syncer.detect.normalize import normalize
 
-def agreed(result: Result, manifests: Manifests, caches: Caches) -> dict[ObjectRef, dict[str, Any]]:
+def agreed(result: Result, manifests: Manifests, caches: Caches) -> dict[ObjectRef, JSON]:
     """The objects git and the cluster agree on after ``result``, as git declares them (shared,
     read-only values).
 

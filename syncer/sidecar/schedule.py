@@ -29,11 +29,20 @@ IMMEDIATE = ("start", "config", "requested")
 
 @dataclass(frozen=True)
 class Timing:
+    """When the sidecar's passes run: the loop's one set of timings (``LoopSettings.timing``)."""
+
+    #: A pass starts once the watch has been quiet this long: the endpoint manager patches an
+    #: Endpoints and a kubectl edit touches a ConfigMap in bursts of events within a second or two.
     debounce: float = 5.0
+    #: ...but no later than this after the first event of a burst, however busy the stream.
     debounce_max: float = 30.0
+    #: Full resync: a pass even without events. It is what notices commits pushed to git.
     resync: float = 600.0
+    #: Retry after a transient failure: 5 s, doubling, at most 5 minutes (a bug's retry: the cap).
     retry_base: float = 5.0
     retry_cap: float = 300.0
+    #: The loop wakes at least this often, so /healthz can tell it is alive.
+    tick: float = 5.0
 
 
 class Schedule:

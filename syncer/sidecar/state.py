@@ -61,7 +61,7 @@ from syncer.config import NEVER_WRITTEN
 from syncer.errors import ClusterError
 from syncer.kube import Conflict, Kube
 from syncer.logs import event
-from syncer.model import Drift, ObjectRef, Path
+from syncer.model import JSON, Drift, ObjectRef, Path
 from syncer.detect.normalize import get_path
 
 log = logging.getLogger("syncer.state")
@@ -84,8 +84,9 @@ COMPRESS_OVER = 256 * 1024
 MAX_RECORD_JSON = 32 * 1024 * 1024
 #: The most values (containers, items, keys: ``bounds.json_shape``) a record may parse into,
 #: counted before parsing. A real record holds about 40 per object (1.5 million at 40,000
-#: objects); without this bound 87 KB of gzip (``{"z":[{},{},...]}``) expanded to 64 MiB of
-#: JSON and 1.7 GB of Python objects. At this bound the worst case parses to about 130 MiB.
+#: objects); without this bound a small gzip (``{"z":[{},{},...]}``) expands to tens of MiB
+#: of JSON and gigabytes of Python objects. At this bound the worst case stays near the
+#: sidecar's memory limit.
 MAX_RECORD_VALUES = 2_000_000
 #: What one ConfigMap holds: its ``data`` values plus ``binaryData`` bytes (the apiserver's
 #: ``MaxSecretSize``, which it applies to ConfigMaps too).
@@ -109,7 +110,7 @@ def unpack(packed: str, what: str, limit: int = MAX_RECORD_JSON) -> str:
     return out.decode("utf-8", "replace")
 
 
-def _configmap_bytes(data: Mapping[str, Any], binary: Mapping[str, Any]) -> int:
+def _configmap_bytes(data: Mapping[str, str], binary: Mapping[str, str]) -> int:
     """How much of the ConfigMap size limit ``data`` and ``binaryData`` use (keys not counted)."""
     total = sum(len(str(v).encode()) for v in data.values())
     return total + sum(len(str(v)) * 3 // 4 for v in binary.values())
@@ -152,11 +153,11 @@ class ConfigMapStore:
         self.key = f"{installation}.json"
         self.packed_key = f"{installation}.json.gz"  # in binaryData, for a large record
         self._lock = threading.Lock()
-        self._records: dict[str, dict[str, Any]] = {}
+        self._records: dict[str, JSON] = {}
         self._raw: str | None = None  # the record's text that _records/_proposed came from
         self._proposed: dict[str, dict[str, list[Any]]] = {}  # ref key -> {JSON of a field path: values}
         self._pushed: list[str] | None = None  # PR branch heads syncer pushed; None: never recorded
-        self._configmap: dict[str, Any] | None = None  # as last read or written
+        self._configmap: JSON | None = None  # as last read or written
         self._loaded = False
         self.writes = 0
         #: Why the last record read was refused (over the size/nesting limits), else None.
@@ -171,7 +172,7 @@ class ConfigMapStore:
 
     # -- BaseStore ------------------------------------------------------------------
 
-    def base(self, ref: ObjectRef) -> dict[str, Any] | None:
+    def base(self, ref: ObjectRef) -> JSON | None:
         with self._lock:
             if not self._loaded:
                 raise ClusterError(f"state {self.describe()} not read yet", transient=True)
@@ -199,7 +200,7 @@ class ConfigMapStore:
     def refresh(self) -> None:
         """Read the ConfigMap (one GET); an absent ConfigMap or key is an empty record."""
         cm = self.api.call("GET", f"{self.path}/{self.name}", what=f"get state {self.describe()}")
-        records: dict[str, dict[str, Any]] = {}
+        records: dict[str, JSON] = {}
         proposed: dict[str, dict[str, list[Any]]] = {}
         pushed: list[str] | None = None
         raw = ((cm or {}).get("data") or {}).get(self.key)
@@ -249,7 +250,7 @@ class ConfigMapStore:
             self._pushed = pushed
             self._raw = raw
 
-    def record(self, agreed: Mapping[ObjectRef, dict[str, Any]], keep: Iterable[ObjectRef]) -> bool:
+    def record(self, agreed: Mapping[ObjectRef, JSON], keep: Iterable[ObjectRef]) -> bool:
         """Record ``agreed`` objects, drop records of objects not in ``keep``; True if written.
 
         One write at most; none when the record would not change. A 409 (someone wrote in
@@ -313,9 +314,9 @@ class ConfigMapStore:
                                transient=True) from None
         return True
 
-    def _write(self, cm: dict[str, Any] | None, records: dict[str, dict[str, Any]],
+    def _write(self, cm: JSON | None, records: dict[str, JSON],
                proposed: dict[str, dict[str, list[Any]]], pushed: list[str] | None) -> None:
-        doc: dict[str, Any] = dict(records)
+        doc: JSON = dict(records)
         if proposed:
             doc[PROPOSED] = proposed
         if pushed is not None:
@@ -342,10 +343,10 @@ class ConfigMapStore:
             self.writes += 1
         self.rejected = None  # our own record replaced the refused one
 
-    def _create(self, data: dict[str, Any], binary: dict[str, Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
-                                "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS)},
-                                "data": data}
+    def _create(self, data: dict[str, str], binary: dict[str, str]) -> JSON:
+        body: JSON = {"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(LABELS)},
+                      "data": data}
         if binary:
             body["binaryData"] = binary
         created = self.api.call("POST", self.path, body=body, what=f"create state {self.describe()}")
@@ -353,11 +354,11 @@ class ConfigMapStore:
             raise ClusterError(f"create state {self.describe()}: namespace {self.namespace} not found")
         return created
 
-    def _replace(self, cm: dict[str, Any], data: dict[str, Any], binary: dict[str, Any]) -> dict[str, Any]:
+    def _replace(self, cm: JSON, data: dict[str, str], binary: dict[str, str]) -> JSON:
         # metadata.resourceVersion stays: it is the precondition of the PUT. Other keys (other
         # installations' records) were carried over by the caller.
         meta = {k: v for k, v in (cm.get("metadata") or {}).items() if k != "managedFields"}
-        body: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+        body: JSON = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
         if binary:
             body["binaryData"] = binary
         replaced = self.api.call("PUT", f"{self.path}/{self.name}", body=body,

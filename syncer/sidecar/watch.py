@@ -30,7 +30,7 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from syncer.bounds import load_json
 from syncer.errors import ClusterError
@@ -38,13 +38,12 @@ from syncer.kube import ApiError, Gone, Kube, WatchStream, api_error
 from syncer.kube.budget import BUDGET, LARGE, MAX_EVENT, MAX_EVENT_VALUES, Budget, Lines
 from syncer.kube.lists import named_items
 from syncer.logs import event
-from syncer.model import ObjectRef
+from syncer.model import JSON, ObjectRef
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
 
 log = logging.getLogger("syncer.watch")
 
-JSON = dict[str, Any]
 
 #: A single watch event line larger than this is refused (etcd's own limit is 1.5 MiB/object);
 #: every stream's buffer counts against one budget for them all (syncer/kube/budget.py).

@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING, Any
 from syncer.detect.classify import parse_time
 from syncer.detect.endpoints import SLICE
 from syncer.logs import event
-from syncer.model import Drift, DriftClass, ObjectRef, Result
+from syncer.model import JSON, Drift, DriftClass, ObjectRef, Result
 
 if TYPE_CHECKING:
     from syncer.writeback.notify import Notifier
     from syncer.writeback.deliver import Outcome
 
-log = logging.getLogger("syncer.loop")  # the name these lines had before the split (JSON logs show it)
+log = logging.getLogger("syncer.loop")  # the loop's logger: JSON logs name it, and queries filter on it
 
 #: An event name and its payload (without the installation, which ``send`` adds).
-Alert = tuple[str, dict[str, Any]]
+Alert = tuple[str, JSON]
 
 #: When the given objects last changed, from the watch's change times (or None).
 ChangedAt = Callable[[set[ObjectRef], Mapping[ObjectRef, datetime]], "datetime | None"]
@@ -66,7 +66,7 @@ class Outage:
     ended_at: datetime | None = None
     was: str | None = None  # what git declares
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         end = self.ended_at
         return {"kind": self.ref.kind, "namespace": self.ref.namespace, "name": self.ref.name,
                 "started_at": iso(self.started_at), "ended_at": iso(end) if end else None,

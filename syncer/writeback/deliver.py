@@ -32,7 +32,7 @@ from syncer.gather.trackcheck import check_kinds
 from syncer.errors import ConfigError, GitError, SyncerError
 from syncer.gitrepo import Workspace
 from syncer.gather.history import GitHistory
-from syncer.gather.live import Lister, LiveSource
+from syncer.gather.live import LiveSource
 from syncer.sources.dispatch import source_for
 from syncer.sources.manifests import Manifests, host_dir
 from syncer.sources.source import DEFAULT_TOOLS, Source, Tools
@@ -163,7 +163,7 @@ def _detect(repo: Path, installation: str, source: LiveSource, now: datetime, st
                          history=history, history_file=loaded.git.history_file, caches=caches)
     result = with_reconcilers(result, source)
     if only is None:
-        result = with_untracked(loaded, result, source, caches)
+        result = untracked.with_untracked(loaded, result, source, caches)
     elif loaded.config.untracked.mode is not UntrackedMode.IGNORE:
         result = replace(result, notes=result.notes + (FileError(loaded.config.source, (
             f"untracked objects not looked for: {only.describe()} selects declared objects only")),))
@@ -199,26 +199,6 @@ def with_reconcilers(result: Result, source: LiveSource) -> Result:
             d = replace(d, reconciler=resolved[d.reconciler])
         drifts.append(d)
     return replace(result, drifts=tuple(drifts)) if resolved else result
-
-
-def with_untracked(loaded: Loaded, result: Result, source: LiveSource, caches: Caches | None = None) -> Result:
-    """``result`` with the live objects git does not declare (``untracked:`` in the config);
-    a kind the account may not list is one warning naming the grant, the rest goes on."""
-    config = loaded.config
-    if config.untracked.mode is UntrackedMode.IGNORE:
-        return result
-    if not isinstance(source, Lister):
-        return replace(result, errors=result.errors + (FileError(
-            config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
-    caches = caches if caches is not None else Caches()
-    lister = untracked.WarnOnRefusal(source, config.source, caches)
-    found = untracked.find(config, loaded.manifests.objects, lister, caches)
-    if not loaded.git.proposes_files:  # a render shows only what its inputs list
-        found = [replace(d, action=Action.REPORT, file="",
-                         reason=d.reason.replace("; proposed as a new file", "") +
-                         f"; not proposed: {loaded.git.new_file_note}")
-                 if d.action is Action.WRITE else d for d in found]
-    return replace(result, drifts=result.drifts + tuple(found), warnings=result.warnings + tuple(lister.warnings))
 
 
 def _file_changes(repo: Path, installation: str, result: Result, drifts: list[Drift],

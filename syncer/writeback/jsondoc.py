@@ -13,7 +13,9 @@ added without a new version (SPEC §3: extra keys are fine).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from syncer.model import JSON
 
 if TYPE_CHECKING:
     from syncer.writeback.deliver import Outcome
@@ -25,11 +27,11 @@ VERSION = "syncer.version/v1"
 SCHEMAS = {"diff": DIFF, "sync": SYNC, "version": VERSION}
 
 
-def dumps(doc: dict[str, Any]) -> str:
+def dumps(doc: JSON) -> str:
     return json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
 
 
-def with_schema(command: str, doc: dict[str, Any]) -> dict[str, Any]:
+def with_schema(command: str, doc: JSON) -> JSON:
     """``doc`` with its ``schema`` as the first key."""
     return {"schema": SCHEMAS[command], **{k: v for k, v in doc.items() if k != "schema"}}
 
@@ -38,10 +40,10 @@ def fatal(command: str, installation: str | None, message: str,
           warnings: tuple[str, ...] = ()) -> str:
     """The document of a command that could compare nothing (no kubeconfig, API server unreachable):
     the command's own shape, with the error in it and ``fatal: true``."""
-    doc: dict[str, Any] = {"installation": installation, "in_sync": False, "drifts": [],
-                           "errors": [{"file": "", "message": message}],
-                           "warnings": [{"file": "", "message": w} for w in warnings], "notes": [],
-                           "checked": 0, "not_compared": [], "fatal": True}
+    doc: JSON = {"installation": installation, "in_sync": False, "drifts": [],
+                 "errors": [{"file": "", "message": message}],
+                 "warnings": [{"file": "", "message": w} for w in warnings], "notes": [],
+                 "checked": 0, "not_compared": [], "fatal": True}
     if command == "sync":
         doc["outcome"] = None
     return dumps(with_schema(command, doc))
@@ -51,7 +53,7 @@ def fatal(command: str, installation: str | None, message: str,
 RESULTS = ("committed", "pushed", "pull_request", "nothing_to_do", "dry_run", "left_alone")
 
 
-def sync_outcome(out: Outcome, mode: str, forge: str) -> dict[str, Any]:
+def sync_outcome(out: Outcome, mode: str, forge: str) -> JSON:
     """``sync -o json``'s ``outcome``: what the sync did and where, from its ``Outcome``.
 
     * ``result``: ``committed`` (commit mode: a commit pushed to the base branch), ``pushed``
@@ -65,7 +67,7 @@ def sync_outcome(out: Outcome, mode: str, forge: str) -> dict[str, Any]:
       closed, ...), or null.
     """
     pr = out.pr
-    request: dict[str, Any] | None = None
+    request: JSON | None = None
     if pr is not None and pr.pr is not None:
         request = {"number": pr.pr.number, "url": pr.pr.url or None, "action": pr.outcome.value}
     elif pr is not None:

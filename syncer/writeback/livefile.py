@@ -13,8 +13,8 @@ from typing import Any
 from syncer.yamlread import parse_documents
 from syncer.detect.normalize import LAST_APPLIED
 from syncer.yamledit import double_quoted, plain_ok
+from syncer.model import JSON
 
-JSON = dict[str, Any]
 
 
 #: metadata keys the server sets (never part of a manifest).

@@ -36,7 +36,7 @@ from syncer import httpbound
 from syncer.secrets import escape, lookalike, masking
 from syncer.forges.base import PullRequest
 from syncer.kinds import NEVER_WRITTEN
-from syncer.model import Drift
+from syncer.model import JSON, Drift
 from syncer.secrets.redact import REDACTED, redact_text, secret_field
 
 log = logging.getLogger("syncer.notify")
@@ -135,7 +135,7 @@ class Notifier:
     def _encode(self, data: Mapping[str, Any]) -> bytes:
         return redact_text(json.dumps(data, ensure_ascii=False, default=str), self._secrets).encode()
 
-    def _generic(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def _generic(self, event: str, payload: Mapping[str, Any]) -> JSON:
         pr = payload.get("pr")
         if isinstance(pr, PullRequest):
             # what a receiver reads about the PR; not its body, nor syncer's ownership checks

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 from collections.abc import Callable
 
 from syncer.cache import Caches
@@ -27,7 +27,8 @@ from syncer.yamlread import parse_documents
 from syncer.model import LINE, Drift, Edit, FileError, ObjectRef, format_path
 from syncer.detect.normalize import MISSING, get_path
 from syncer.secrets import values
-from syncer.yamledit import Doc, YamlEditError, YamlFile, split
+from syncer.writeback.editorparse import parsed_for_edit, read_back
+from syncer.yamledit import YamlEditError, YamlFile
 
 
 @dataclass(frozen=True)
@@ -107,55 +108,6 @@ def _first_difference(a: Any, b: Any, path: tuple[str | int, ...] = ()) -> tuple
     return None if a == b and type(a) is type(b) else path
 
 
-class EditorParse(NamedTuple):
-    """The parses of a file planned before (``Caches.parsed``, by file and hash of its text):
-    the editor's documents (as text: see ``YamlFile.parse``; parsed, for a document over
-    ``_COPY_OVER`` characters) and the plain data of every document (what the file must read
-    back as, before the edits).
-
-    The sidecar plans a file again whenever a live value in it changes. Edits change what they
-    touch in place, so each plan parses the documents it edits afresh (a few milliseconds for a
-    document of a few hundred bytes) or, for a big one, copies the remembered parse (faster
-    than the pure-Python parser); an edit never touches another document, and the
-    verification compares the whole file anyway. The cache is bounded by the text held
-    (``chars``: a parse takes ~80 bytes of memory per byte of its text), so the sidecar stays
-    small (bench/RESULTS.md); a bigger file is parsed every time, as before."""
-
-    docs: list[Doc | str]
-    data: list[Any]
-    chars: int
-
-
-_COPY_OVER = 8 * 1024
-
-
-def _text(docs: list[Doc | str]) -> str:
-    return "".join(d if isinstance(d, str) else d.text for d in docs)
-
-
-def _parsed(file: str, old: str, touched: set[int], caches: Caches) -> tuple[YamlFile, list[Any]]:
-    """``YamlFile.parse(old, file)`` and ``parse_documents(old, file)``, from the remembered
-    parses when there are some. The editor parses only the *touched* documents."""
-    key = (file, hashlib.sha256(old.encode()).hexdigest())
-    found: EditorParse | None = caches.parsed.get_fresh(key, lambda p: _text(p.docs) == old)
-    if found is None:
-        try:
-            data = parse_documents(old, file)
-        except ConfigError:
-            YamlFile.parse(old, file, lazy=False)  # the editor's own parse says what is wrong, as it always did
-            raise
-        found = EditorParse(YamlFile.parse(old, file, count=len(data)).pieces(), data, len(old))
-    docs, data = found.docs, found.data
-    edited = YamlFile(old, file, [copy.deepcopy(d) if i in touched and not isinstance(d, str) else d
-                                  for i, d in enumerate(docs)])
-    now = edited.pieces(touched)  # the touched documents parsed, owned by this plan
-    big = {i for i in touched if 0 <= i < len(docs) and len(_text(docs[i:i + 1])) > _COPY_OVER and isinstance(docs[i], str)}
-    if big:
-        docs = [copy.deepcopy(now[i]) if i in big else d for i, d in enumerate(docs)]
-    caches.parsed.put(key, EditorParse(docs, data, len(old)))  # not kept when bigger than the whole cache
-    return edited, [copy.deepcopy(d) if i in touched else d for i, d in enumerate(data)]
-
-
 def _refuse_templated(want: list[Any], steps: list[tuple[Drift, GitObject, Edit]],
                       substituted: Callable[[], frozenset[str] | None]) -> None:
     """ConfigError when a value an edit replaces is a template (``templating``): that value is
@@ -225,7 +177,7 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]], cache
           substituted: Callable[[], frozenset[str] | None] = lambda: None) -> Planned:
     """New text of one file and its kept trailing comments; ConfigError (one line, without the
     file name) when it cannot be written exactly."""
-    doc, want = _parsed(file, old, {obj.doc for _, obj, _ in steps}, caches)
+    doc, want = parsed_for_edit(file, old, {obj.doc for _, obj, _ in steps}, caches)
     if ("{{" in old or "${" in old) and not all(edit.values for _, _, edit in steps):
         _refuse_templated(want, steps, substituted)  # a chart's values may hold templates for tpl
     steps = _merged(want, _inner_edits(file, doc, steps))
@@ -278,7 +230,7 @@ def _edit(file: str, old: str, steps: list[tuple[Drift, GitObject, Edit]], cache
     new = doc.render()
     # Verification: read the new text as kubectl will, and demand exactly git plus the
     # accepted live values -- nothing else may have changed anywhere in the file.
-    got = _read_back(new, file, doc.pieces(), want, {obj.doc for _, obj, _ in steps})
+    got = read_back(new, file, doc.pieces(), want, {obj.doc for _, obj, _ in steps})
     where = _first_difference(want, got) if len(got) == len(want) else ()
     if where is not None:
         at = f"document {int(where[0]) + 1} {format_path(where[1:]) or '<root>'}" if where else "document count"
@@ -326,30 +278,6 @@ def _inner_want(held: str, file: str, group: list[tuple[Drift, GitObject, Edit]]
     for _, _, edit in group:
         _apply(want, edit.inner, replace(edit, add=False))
     return want
-
-
-def _read_back(new: str, file: str, pieces: list[Doc | str], want: list[Any], touched: set[int]) -> list[Any]:
-    """The documents of ``new`` as ``parse_documents`` reads them, parsing again only the
-    ``touched`` ones: when the ``---``/``...`` markers of ``new`` cut it into exactly the
-    documents the editor holds, each untouched one is the very text read before (its data
-    is in ``want`` unchanged: documents of a stream without directives are read each on its
-    own) and each touched one must read alone as one document. Anything else (a marker the
-    edit made or removed, a piece that is not one document, an error): the whole text is
-    read, as it always was."""
-    texts = [p if isinstance(p, str) else p.text for p in pieces]
-    if len(texts) == len(want) and split(new, len(texts)) == texts:
-        got = list(want)
-        try:
-            for i in sorted(touched):
-                one = parse_documents(texts[i], file) if 0 <= i < len(texts) else []
-                if len(one) != 1:
-                    break
-                got[i] = one[0]
-            else:
-                return got
-        except ConfigError:
-            pass
-    return parse_documents(new, file)
 
 
 def _edit_lines(old: str, steps: list[tuple[Drift, GitObject, Edit]]) -> Planned:

@@ -22,10 +22,10 @@ import hashlib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
 
 from syncer.errors import ForgeError, PullRequestExists
 from syncer.forges.base import Forge, PullRequest, same_labels
+from syncer.model import JSON
 
 MARKER_RE = re.compile(
     r"<!-- syncer:drift-hash=(?P<drift>[A-Za-z0-9._:-]+) body-hash=(?P<body>[0-9a-f]+) -->"
@@ -234,9 +234,9 @@ def _create_or_adopt(forge: Forge, head: str, base: str, proposal: Proposal,
         return existing, True
 
 
-def _changes(pr: PullRequest, proposal: Proposal, body: str) -> dict[str, Any]:
+def _changes(pr: PullRequest, proposal: Proposal, body: str) -> JSON:
     """The ``update`` arguments that would bring ``pr`` in line with ``proposal``."""
-    changes: dict[str, Any] = {}
+    changes: JSON = {}
     if pr.title != proposal.title:
         changes["title"] = proposal.title
     if parse_marker(pr.body) != (marker_drift(proposal.drift_hash), body_hash(proposal.body_key)):

@@ -22,9 +22,9 @@ import hashlib
 import logging
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from syncer.cache import Caches
 from syncer.config import Config, UntrackedMode
@@ -32,12 +32,15 @@ from syncer.detect.secretpolicy import secret_fields
 from syncer.errors import Unserved
 from syncer.kinds import CLUSTER_SCOPED, NEVER_WRITTEN, api_versions
 from syncer.kube import Refused
-from syncer.gather.live import Lister
+from syncer.gather.live import Lister, LiveSource
+from syncer.writeback.plan import FileChange
 from syncer.writeback.livefile import clean as clean, render as render  # re-exported: the file of a proposal
-from syncer.model import Action, Direction, Drift, DriftClass, FileError, ObjectRef, Track
+from syncer.model import JSON, Action, Direction, Drift, DriftClass, FileError, ObjectRef, Result, Track
 from syncer.secrets.redact import DEFAULT_SECRET_PATTERNS
 
-JSON = dict[str, Any]
+if TYPE_CHECKING:
+    from syncer.writeback.deliver import Loaded
+
 log = logging.getLogger("syncer.untracked")
 
 #: Kinds never looked at: records of what happened, not configuration anyone keeps in git.
@@ -325,6 +328,27 @@ class WarnOnRefusal:
 
 
 
+def with_untracked(loaded: "Loaded", result: Result, source: LiveSource, caches: Caches | None = None) -> Result:
+    """``result`` with the live objects git does not declare (``untracked:`` in the config);
+    a kind the account may not list is one warning naming the grant, the rest goes on."""
+    config = loaded.config
+    if config.untracked.mode is UntrackedMode.IGNORE:
+        return result
+    if not isinstance(source, Lister):
+        return replace(result, errors=result.errors + (FileError(
+            config.source, f"untracked: {source.describe()} cannot list objects; untracked objects not read"),))
+    caches = caches if caches is not None else Caches()
+    lister = WarnOnRefusal(source, config.source, caches)
+    found = find(config, loaded.manifests.objects, lister, caches)
+    if not loaded.git.proposes_files:  # a render shows only what its inputs list
+        found = [replace(d, action=Action.REPORT, file="",
+                         reason=d.reason.replace("; proposed as a new file", "") +
+                         f"; not proposed: {loaded.git.new_file_note}")
+                 if d.action is Action.WRITE else d for d in found]
+    return replace(result, drifts=result.drifts + tuple(found), warnings=result.warnings + tuple(lister.warnings))
+
+
+
 def _linked_dir(host: Path, path: Path) -> str | None:
     """The first directory between ``host`` and ``path`` that is a symlink or not a directory
     (a committed ``untracked -> /elsewhere`` would take the new file out of the repository)."""
@@ -339,14 +363,12 @@ def _linked_dir(host: Path, path: Path) -> str | None:
 
 
 def new_files(repo: Path, installation: str, drifts: Iterable[Drift],
-              aborted: list[FileError]) -> list[tuple[Drift, Any]]:
+              aborted: list[FileError]) -> list[tuple[Drift, FileChange]]:
     """(drift, FileChange) of each untracked object to propose as a new file (the drifts to
     write: their source proposes files, ``Source.proposes_files``). A file that exists already
     is one line in ``aborted`` instead."""
-    from syncer.writeback.plan import FileChange
-
     host = repo / "hosts" / installation
-    out: list[tuple[Drift, Any]] = []
+    out: list[tuple[Drift, FileChange]] = []
     for drift in drifts:
         if drift.action is not Action.WRITE or not drift.file or not isinstance(drift.live, dict):
             continue

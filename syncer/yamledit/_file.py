@@ -2,8 +2,8 @@
 
 Each public edit locates its path in the node tree (:mod:`._tree`), refuses what cannot
 be done surgically (paths through an alias or a ``<<`` merge, aliased anchors that would
-change), works out the splices with the text positions of :mod:`._text` and the rendering
-of :mod:`._scalar`, and hands them with the intended :class:`~._verify.Op` to
+change), works out the splices (:mod:`._plan` for a value replaced) with the text positions of
+:mod:`._text` and the rendering of :mod:`._scalar`, and hands them with the intended :class:`~._verify.Op` to
 :mod:`._verify`, which keeps the edit only when it reads back as intended.
 """
 
@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import copy
 import re
-from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml.error import YAMLError
 
 from syncer.errors import ConfigError
 from syncer.model import Path, format_path
+from syncer.yamledit import _plan
 from syncer.yamledit import _scalar as ys
 from syncer.yamledit import _text as tx
 from syncer.yamledit import _tree as yn
-from syncer.yamledit._node import Node
+from syncer.yamledit._plan import replacing
 from syncer.yamledit._tree import Step
 from syncer.yamledit._verify import EditRefused, Op, Splice, verified
 from syncer.yamlread import yaml_problem
@@ -44,15 +43,6 @@ def _load(text: str, name: str) -> list[yn.Doc]:
     except YAMLError as exc:
         at, problem = yaml_problem(exc)  # where and what, as a manifest's error says them
         raise YamlEditError(f"{name}{at or ':1:1'}: {problem}") from exc
-
-
-@dataclass
-class _Where:
-    """Where a node sits: after a block ``key:``, a block ``-``, in a flow collection, or root."""
-
-    kind: str  # "map" | "seq" | "flow" | "root"
-    ip: int  # just after the ':' / '-' (root, flow: the content start)
-    indent: int  # column of the key or dash; -1 at the root
 
 
 class YamlFile:
@@ -144,7 +134,7 @@ class YamlFile:
         if ys.same(yn.value_at(d.data, path), value):
             return
         try:
-            splices = self._plan_set(d, steps, value)
+            splices = replacing(d, steps, value, self._nl)
         except ValueError as exc:
             raise self._error(doc, path, str(exc)) from None
         self._commit(doc, path, steps, splices, Op("set", None, value))
@@ -182,7 +172,7 @@ class YamlFile:
         else:
             indent = tx.column(t, node.items[0][0].start)
             pos = tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, last)), indent)
-            style = self._style(d, node)
+            style = _plan.style(d, node)
             lines: list[str] = []
             for i, (key, value) in enumerate(items):
                 # what follows a new entry: the next new entry, or what followed the mapping
@@ -217,7 +207,7 @@ class YamlFile:
             except ValueError:
                 raise self._error(doc, seq_path, "cannot find where its items start") from None
             pos = tx.past_deeper_comments(t, tx.next_line(t, tx.content_end(t, last)), indent)
-            style = self._style(d, node)
+            style = _plan.style(d, node)
             style.blocks, style.keep = tx.block_scalar_room(t, pos, indent)
             lines = style.attach(" " * indent + "-", value, indent, item=True)
             text = self._nl.join(lines) + self._nl
@@ -312,120 +302,6 @@ class YamlFile:
             if bad is not None:
                 raise self._error(doc, path[:i], f"holds the anchor &{bad}, and aliases elsewhere would change too")
         return d, steps
-
-    def _style(self, d: yn.Doc, near: Node | None) -> ys.Layout:
-        """Indentation step and sequence style used in the document (nearest first)."""
-        t, steps, seqs, local = d.text, Counter[int](), Counter[int](), None
-        for m in d.root.walk():
-            if m.kind != "map" or m.flow:
-                continue
-            for k, v in m.items:
-                if v.kind in ("map", "seq") and not v.flow and v.items:
-                    try:
-                        first = tx.after_dash(t, v.items[0]) - 1 if v.kind == "seq" else v.items[0][0].start
-                    except ValueError:
-                        continue
-                    off = tx.column(t, first) - tx.column(t, k.start)
-                    (seqs if v.kind == "seq" else steps)[off] += 1
-                    local = off if v.kind == "seq" and m is near and local is None else local
-        step = next((s for s, _ in steps.most_common() if s > 0), 2)
-        seq = local if local is not None else next((s for s, _ in seqs.most_common() if s >= 0), 0)
-        return ys.Layout(step, seq)
-
-    def _where(self, t: str, steps: list[Step]) -> _Where:
-        node, parent, slot = steps[-1]
-        if parent is None:
-            return _Where("root", tx.content_start(t, node), -1)
-        if parent.flow:
-            return _Where("flow", tx.content_start(t, node), -1)
-        if parent.kind == "map":
-            key = parent.items[slot][0]
-            return _Where("map", tx.after_colon(t, key), tx.column(t, key.start))
-        ip = tx.after_dash(t, node)
-        return _Where("seq", ip, tx.column(t, ip - 1))
-
-    def _plan_set(self, d: yn.Doc, steps: list[Step], value: Any) -> list[Splice]:
-        t, node, nl = d.text, steps[-1].node, self._nl
-        if node.kind == "alias":
-            raise ValueError(f"is an alias (*{node.anchor}); edit the anchored value instead")
-        w = self._where(t, steps)
-        block_scalar = node.kind == "scalar" and node.style in ("|", ">")
-        multiline = isinstance(value, str) and "\n" in value
-        if block_scalar and isinstance(value, str) and w.kind != "flow":
-            splices = self._plan_block(t, node, value, w)
-            if splices is not None:
-                return splices
-        inline_old = not block_scalar and (node.kind in ("scalar", "alias") or node.flow)
-        if node.kind == "scalar" and inline_old and not isinstance(value, (dict, list)):
-            if not (multiline and node.style is None and w.kind in ("map", "seq")):
-                text = ys.scalar_text(value, node.style, w.kind == "flow")
-                start, end = tx.content_start(t, node), tx.content_end(t, node)
-                return [Splice(start, end, (" " + text) if node.empty and start == end and t[start - 1] != " " else text)]
-        # general case: everything from the ':' / '-' to the end of the old value is replaced
-        style = self._style(d, steps[-2].node if len(steps) > 1 else None)
-        cstart, cend = tx.content_start(t, node), tx.content_end(t, node)
-        style.blocks, style.keep = tx.block_scalar_room(t, tx.next_line(t, cend), w.indent)
-        if w.kind == "root":
-            new = style.lines(value, 0) if isinstance(value, (dict, list)) and value else [ys.flow_text(value)]
-            text = nl.join(new)
-            if node.empty:  # a document with no content (maybe comments): give the value its own lines
-                text = text + nl if cstart == tx.line_start(t, cstart) else nl + text
-            return [Splice(cstart, cend, text)]
-        elif w.kind == "flow" or (isinstance(value, (dict, list)) and not value):
-            new = [ys.flow_text(value)]
-        else:
-            new = style.attach("", value, w.indent, item=w.kind == "seq")
-            new[0] = new[0].strip()
-        if w.kind == "flow" or (inline_old and len(new) == 1):
-            return [Splice(cstart, cend, new[0])]
-        same_line = tx.line_start(t, cstart) == tx.line_start(t, w.ip)
-        first = t[w.ip:cstart] if same_line else t[w.ip:tx.line_end(t, w.ip)]
-        if block_scalar:
-            first += t[cstart:tx.line_end(t, cstart)]
-        props = " ".join(p for p in first.split("#")[0].split() if p[0] in "&!")
-        comment = first[first.index("#"):].strip() if "#" in first else ""
-        tail = t[cend:tx.line_end(t, cend)]
-        if not inline_old:  # a comment after the old block's last line went with that line
-            cend = tx.line_end(t, cend)
-        elif tail.strip() and len(new) > 1:  # `key: value  # note` -> `key: |  # note`
-            comment, cend = comment or tail.strip(), tx.line_end(t, cend)
-        text = (" " + props if props else "") + (" " + new[0] if new[0] else "")
-        text += (f"  {comment}" if comment else "") + "".join(nl + line for line in new[1:])
-        return [Splice(w.ip, cend, text)]
-
-    def _plan_block(self, t: str, node: Node, value: str, w: _Where) -> list[Splice] | None:
-        """Rewrite only the body (and if needed the indicators) of a ``|``/``>`` scalar."""
-        h, body, end, chomp, ind = tx.block_scalar(t, node)
-        char = t[h]
-        enc = ys.block_body(value, char == ">")
-        if enc is None and char == ">":
-            char, enc = "|", ys.block_body(value)
-        if enc is None:
-            return None
-        new_chomp, lines, need = enc
-        if end == len(t) and not t.endswith("\n") and new_chomp != "-":
-            return None  # the file has no final newline, so this block could not end in one
-        if ind:
-            indent = w.indent + ind
-        else:
-            content = [ln for ln in t[body:end].split("\n") if ln.strip()]
-            indent = len(content[0]) - len(content[0].lstrip(" ")) if content else w.indent + 2
-        splices: list[Splice] = []
-        j = h + 1
-        while j < len(t) and t[j] in "+-0123456789":
-            j += 1
-        if char != t[h] or new_chomp != chomp or (need and not ind):
-            digits = str(ind or indent - w.indent) if (ind or need) else ""
-            splices.append(Splice(h, j, char + digits + new_chomp))
-        if new_chomp == "+":
-            end = max(end, node.end)
-        text = "".join((" " * indent + ln if ln else "") + self._nl for ln in lines)
-        if end == len(t) and not t.endswith("\n"):
-            text = text[: -len(self._nl)]
-        if body == len(t) and not t.endswith("\n"):
-            text = self._nl + text
-        splices.append(Splice(body, end, text))
-        return splices
 
     def _commit(self, doc: int, path: Path, steps: list[Step], splices: list[Splice], op: Op) -> None:
         """Keep the edit once it is verified (see :mod:`._verify`), or refuse it."""

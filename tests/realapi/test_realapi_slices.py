@@ -35,6 +35,7 @@ from syncer.sources.manifests import load_manifests, parse_documents
 from syncer.writeback.notify import Notifier
 from syncer.sidecar.app import Sidecar, SidecarSettings
 from syncer.sidecar.loop import LoopSettings
+from syncer.sidecar.schedule import Timing
 from syncer.sidecar.watch import WatchSettings
 from syncer.writeback.deliver import Mode
 
@@ -188,8 +189,8 @@ def test_sidecar_on_slices_sleep_wake_flapping_gives_no_commit(real_cluster: Rea
 
     notifier = Notifier(["http://127.0.0.1:9/hook"], httpx.Client(transport=httpx.MockTransport(hook)))
     ws = Workspace.open_or_clone(str(tmp_path / "origin.git"), "main", tmp_path / "clone")
-    loop = LoopSettings("vanaheim", Mode.COMMIT, "syncer diff vanaheim", debounce=0.3, debounce_max=2.0,
-                        resync=600.0, tick=0.2)
+    loop = LoopSettings("vanaheim", Mode.COMMIT, "syncer diff vanaheim",
+                        timing=Timing(debounce=0.3, debounce_max=2.0, resync=600.0, tick=0.2))
     settings = SidecarSettings(loop=loop, listen=None, watch=WatchSettings(backoff_base=0.05, backoff_cap=0.5),
                                startup_timeout=20.0)
     sc = Sidecar(kube_client(str(admin), None, read_yaml=parse_documents, pool_size=32), ws, settings, notifier=notifier)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from syncer import kinds
+from syncer import apifields
 from syncer.detect.diff import scalar_equal
 from syncer.yamlread import parse_documents
 from syncer.model import Path
@@ -33,7 +33,7 @@ def map_path(kind: str, rendered: Any, path: Path, target: Any, at: Path = ()) -
         if isinstance(part, int):
             if not isinstance(rendered, list) or not isinstance(target, list) or not 0 <= part < len(rendered):
                 return None
-            rule = kinds.list_rule(kind, at + tuple(out))
+            rule = apifields.list_rule(kind, at + tuple(out))
             key = rule.key_of(rendered[part]) if rule is not None and rule.keys else None
             if key is not None:
                 found = [j for j, item in enumerate(target) if rule is not None and rule.key_of(item) == key]
