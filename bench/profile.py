@@ -136,7 +136,7 @@ def _detect_whatif(repo: Path, source: Any, reps: int) -> tuple[float, float]:
     import time
 
     import syncer.config as config_mod
-    import syncer.detect.engine as engine
+    import syncer.detect.compared as engine  # where normalize is called from
     import syncer.detect.normalize as norm
     from syncer.gather.collect import detect_live
     from syncer.writeback.deliver import load_installation

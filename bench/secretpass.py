@@ -1,4 +1,4 @@
-"""CPU time of the secret judgement (``engine.judge_secrets``) inside each sidecar pass at 5,000
+"""CPU time of the secret judgement (``compared.judge_secrets``) inside each sidecar pass at 5,000
 objects: the share of the pass that secret detection costs, measured in thread CPU time so a
 loaded machine (where the wall-clock pass of ``bench.sidecarpass`` is noise) still gives it.
 
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--rounds", type=int, default=8)
     rounds = ap.parse_args(argv).rounds
     from bench import sidecarpass
-    from syncer.detect import engine
+    from syncer.detect import compared as engine  # where the judgement is called from
     from syncer.sidecar.loop import Loop
 
     judging = [0.0]
