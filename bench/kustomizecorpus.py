@@ -176,6 +176,35 @@ LAYOUTS: tuple[Layout, ...] = (
                Edit("Deployment", "frontend", ("set", "env", "ENABLE_PROFILER=1"), f"{C0}.env[9].value",
                     ("base/frontend.yaml", '            value: "0"', '            value: "1"')),
            )),
+    Layout("podinfo-cache-redis-conf", "podinfo-cache", "default", track=WB,
+           edits=(
+               # a line of a generator's files: source (redis.conf), not the kustomization naming it
+               Edit("ConfigMap", "redis-config", ("edit", "maxmemory 64mb", "maxmemory 128mb"), "data.redis.conf",
+                    ("redis.conf", "maxmemory 64mb", "maxmemory 128mb")),
+               Edit("Deployment", "cache", ("set", "image", "redis=docker.io/redis:8.6.4"), f"{C0}.image",
+                    ("deployment.yaml", "          image: docker.io/redis:8.6.3", "          image: docker.io/redis:8.6.4")),
+               Edit("Deployment", "cache", ("patch", "--type", "json", "-p",
+                                           '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/limits/memory","value":"256Mi"}]'),
+                    f"{C0}.resources.limits.memory",
+                    ("deployment.yaml", "              memory: 128Mi", "              memory: 256Mi")),
+           )),
+    Layout("kustomize-ldap-production", "kustomize-ldap", "default", top="resources:\n  - overlays/production\n", track=WB,
+           edits=(
+               # the overlay's patch file computes the replicas and the volume; the base's files: source the config
+               Edit("Deployment", "production-ldap", ("scale", "--replicas=3"), "spec.replicas",
+                    ("overlays/production/deployment.yaml", "  replicas: 6", "  replicas: 3")),
+               Edit("Deployment", "production-ldap", ("edit", "pdName: ldap-persistent-storage", "pdName: ldap-disk-2"),
+                    "spec.template.spec.volumes[0].gcePersistentDisk.pdName",
+                    ("overlays/production/deployment.yaml", "            pdName: ldap-persistent-storage",
+                     "            pdName: ldap-disk-2")),
+               Edit("Deployment", "production-ldap", ("set", "image", "ldap=osixia/openldap:1.2.0"), f"{C0}.image",
+                    ("base/deployment.yaml", "          image: osixia/openldap:1.1.11", "          image: osixia/openldap:1.2.0")),
+               # the file holds unchanged password lines: they must not block the one line that changed
+               Edit("ConfigMap", "production-ldap-configmap", ("edit", "LDAP_ORGANISATION: Example Inc.",
+                                                              "LDAP_ORGANISATION: Example Corp."),
+                    "data.env.startup.txt", ("base/env.startup.txt", "LDAP_ORGANISATION: Example Inc.",
+                                             "LDAP_ORGANISATION: Example Corp.")),
+           )),
 )
 
 
@@ -208,6 +237,8 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def parse_path(text: str) -> list[str | int]:
+    if text.startswith("data."):  # a ConfigMap's key may hold dots (a file name: redis.conf)
+        return ["data", text[len("data."):]]
     out: list[str | int] = []
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", text):
         out.append(int(part[1:-1]) if part.startswith("[") else part)

@@ -371,6 +371,18 @@ def test_kustomize_errors_wrapped_in_klog_by_the_kubectl_on_path_are_one_line(
     assert "E1201" not in err and "command failed" not in err and " >" not in err
 
 
+def test_klog_of_a_wrapper_around_a_kubectl_that_itself_logs_klog_is_taken_off_layer_by_layer() -> None:
+    """The dispatcher kubectl (v1.32.4) writes ``err="..."`` on one klog line; a wrapper that
+    logs klog too nests that line, tab-indented, inside its own ``err=< ... >``: one line, no klog."""
+    from syncer.sources.kustomize.render import one_line
+
+    inner = ('E1202 03:55:40.706508    6837 run.go:72] "command failed" err="accumulating resources: '
+             "lstat /t/nope.yaml: no such file or directory\"")
+    assert one_line(inner + "\n") == "accumulating resources: lstat /t/nope.yaml: no such file or directory"
+    nested = 'E1201 10:32:17.123456   12345 run.go:72] "command failed" err=<\n\t' + inner + "\n >\n"
+    assert one_line(nested) == "accumulating resources: lstat /t/nope.yaml: no such file or directory"
+
+
 def test_the_binary_is_configurable_and_a_missing_one_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="no-such-kustomize' not found"):
         load_source(midgard(tmp_path), "midgard", "default", tools=Tools(kustomize=str(tmp_path / "no-such-kustomize")))

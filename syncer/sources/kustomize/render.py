@@ -181,16 +181,16 @@ def one_line(stderr: str) -> str:
     header and structure, ``error:``/``Error:``, line breaks and indentation gone."""
     parts: list[str] = []
     for raw in stderr.splitlines():
-        line = raw
-        head = _KLOG.match(line)
-        if head:
+        line = raw.strip()
+        # a wrapper's klog around a kubectl's own klog (a tab-indented line of the outer value): each layer off
+        while (head := _KLOG.match(line)) is not None:
             line = _KLOG_VALUE.sub("", line[head.end():], count=1)
             if line.startswith('"') and line.endswith('"') and len(line) > 1:
                 try:
                     line = json.loads(line)
                 except ValueError:
                     line = line[1:-1]
-            line = line.removeprefix("<")
+            line = line.removeprefix("<").strip()
         text = line.strip()
         if text == ">" or not text:
             continue
