@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from syncer.sources import kustomize
+from syncer.sources import kustomize, scratch
 from syncer.cache import Caches
 from syncer.config import Config
 from syncer.errors import ConfigError
@@ -310,7 +310,7 @@ def test_urls_in_data_kustomize_never_loads_still_render(tmp_path: Path) -> None
     assert [o["data"] for o in rendered if o["metadata"]["name"].startswith("links-")] == [{"API": "https://api.example/v1"}]
 
 
-@pytest.mark.skipif(not kustomize.render.sandbox(), reason="unshare cannot make a network namespace here")
+@pytest.mark.skipif(not scratch.sandbox(), reason="unshare cannot make a network namespace here")
 def test_the_render_itself_cannot_reach_loopback(tmp_path: Path) -> None:
     """Past syncer's check (render called directly): kustomize has no network to fetch with."""
     repo = midgard(tmp_path)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
-from syncer.sources.kustomize.render import sandbox
+from syncer.sources.scratch import copy_over, offline_env, sandbox
 from syncer.yamlread import parse_documents
 
 DEFAULT_BINARY = "helm"
@@ -68,30 +68,18 @@ class Rendered:
 
 
 def _env(scratch: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.upper().startswith("HELM_") and k.lower() not in ("http_proxy", "https_proxy", "no_proxy",
-                                                                     "all_proxy")}
-    dead = "http://127.0.0.1:9"  # the discard port: a connection is refused at once
+    """Offline, and helm's own settings (``HELM_*``) pointed into ``scratch``: no user repositories read."""
     home = os.path.join(scratch, ".helm")
-    env.update(HTTP_PROXY=dead, HTTPS_PROXY=dead, http_proxy=dead, https_proxy=dead, NO_PROXY="", no_proxy="",
-               HELM_CACHE_HOME=os.path.join(home, "cache"), HELM_CONFIG_HOME=os.path.join(home, "config"),
-               HELM_DATA_HOME=os.path.join(home, "data"), HELM_PLUGINS=os.path.join(home, "plugins"),
-               HELM_REGISTRY_CONFIG=os.path.join(home, "registry.json"),
-               HELM_REPOSITORY_CONFIG=os.path.join(home, "repositories.yaml"),
-               HELM_REPOSITORY_CACHE=os.path.join(home, "repository"), HOME=home)
-    return env
+    return offline_env("HELM_", HELM_CACHE_HOME=os.path.join(home, "cache"), HELM_CONFIG_HOME=os.path.join(home, "config"),
+                       HELM_DATA_HOME=os.path.join(home, "data"), HELM_PLUGINS=os.path.join(home, "plugins"),
+                       HELM_REGISTRY_CONFIG=os.path.join(home, "registry.json"),
+                       HELM_REPOSITORY_CONFIG=os.path.join(home, "repositories.yaml"),
+                       HELM_REPOSITORY_CACHE=os.path.join(home, "repository"), HOME=home)
 
 
 def _copy(src: Path, dst: Path, texts: Mapping[str, str]) -> None:
-    def skip_links(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if os.path.islink(os.path.join(folder, n))]
-
-    shutil.copytree(src, dst, ignore=skip_links)
-    for rel, text in texts.items():
-        target = dst / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+    """The chart copied with ``texts`` over it, and syncer's template that prints the computed values."""
+    copy_over(src, dst, texts)
     (dst / VALUES_TEMPLATE).parent.mkdir(parents=True, exist_ok=True)
     (dst / VALUES_TEMPLATE).write_text(f"{_VALUES_MARK}\n{{{{ toJson .Values }}}}\n", encoding="utf-8")
 

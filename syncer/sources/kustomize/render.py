@@ -19,12 +19,12 @@ import shutil
 import subprocess
 import tempfile
 import time
-from functools import cache
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from syncer.errors import ConfigError
+from syncer.sources.scratch import copy_over, offline_env, sandbox
 from syncer.yamlread import parse_documents
 
 #: kustomize's error (several lines) is shown as one line of at most this many characters.
@@ -59,44 +59,6 @@ def is_remote(entry: str) -> bool:
     return bool(_REMOTE.search(entry.strip()))
 
 
-@cache
-def sandbox() -> tuple[str, ...]:
-    """The prefix that runs a command without a network (``unshare --net``, as root, else in a
-    user namespace), or () where neither is permitted (a container without the capability):
-    then the check of ``offline`` and the dead proxy are what keep kustomize offline."""
-    found = shutil.which("unshare")
-    for prefix in ((found, "--net"), (found, "--map-root-user", "--net")) if found else ():
-        try:
-            done = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return prefix
-    return ()
-
-
-def _offline_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy",
-                                                                     "all_proxy")}
-    dead = "http://127.0.0.1:9"  # the discard port: a connection is refused at once
-    env.update(HTTP_PROXY=dead, HTTPS_PROXY=dead, http_proxy=dead, https_proxy=dead, NO_PROXY="", no_proxy="",
-               GIT_ALLOW_PROTOCOL="file", GIT_TERMINAL_PROMPT="0")
-    return env
-
-
-def _copy(src: Path, dst: Path, texts: Mapping[str, str]) -> None:
-    """``src`` into ``dst`` without symlinks, then ``texts`` (path relative to ``src`` -> text) over it."""
-    def skip_links(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if os.path.islink(os.path.join(folder, n))]
-
-    shutil.copytree(src, dst, ignore=skip_links)
-    for rel, text in texts.items():
-        target = dst / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-
-
 def render(directory: Path, shown: str, tool: str, texts: Mapping[str, str] | None = None,
            helm: bool = False, inside: str = "") -> list[Any]:
     """The documents kustomize (``tool``: ``binary``) renders from a copy of ``directory`` (its
@@ -106,7 +68,7 @@ def render(directory: Path, shown: str, tool: str, texts: Mapping[str, str] | No
     RUNS[0] += 1
     with tempfile.TemporaryDirectory(prefix="syncer-kustomize-") as scratch:
         root = Path(scratch) / directory.name
-        _copy(directory, root, texts or {})
+        copy_over(directory, root, texts or {})
         args = [*sandbox(), *cmd, *(["--enable-helm"] if helm else []), str(root / inside) if inside else str(root)]
         code, out, err = _run(args, scratch, shown, cmd[0])
         if code != 0:
@@ -126,7 +88,7 @@ def _run(args: list[str], cwd: str, shown: str, binary_path: str) -> tuple[int, 
 
     try:
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                env=_offline_env(), cwd=cwd)
+                                env=offline_env(GIT_ALLOW_PROTOCOL="file", GIT_TERMINAL_PROMPT="0"), cwd=cwd)
     except OSError as exc:
         raise ConfigError(f"{shown}: cannot run {binary_path}: {exc.strerror or exc}") from exc
     assert proc.stdout is not None and proc.stderr is not None
