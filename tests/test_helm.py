@@ -22,7 +22,7 @@ from syncer.cli import main
 from syncer.config import parse_config
 from syncer.errors import ConfigError
 from syncer.sources.helm.layout import shorten
-from tests.helmcorpus import BY_NAME, build, chart_dir
+from tests.helmcorpus import BY_NAME, INSTALLATIONS, apply, build, chart_dir
 from tests.realapi.tools import require_tool
 
 Objects = list[dict[str, Any]]
@@ -421,3 +421,28 @@ def test_a_colour_stays_quoted(tmp_path: Path) -> None:
     assert changed_lines(repo, "storage-classes", live) == {"hosts/storage-classes/values.yaml": [
         '-  example.com/theme: "#34577c"   # the dashboard colour of this provisioner',
         '+  example.com/theme: "#ff8800"   # the dashboard colour of this provisioner']}
+
+
+@pytest.mark.parametrize("name", [i.name for i in INSTALLATIONS if i.edits])
+def test_corpus_edits_written_to_their_line_or_reported(tmp_path: Path, name: str) -> None:
+    """Each live edit of the corpus (tests/helmcorpus.py): a mappable one written into its exact
+    values line, every other one reported with its reason and never written, nothing else."""
+    inst = BY_NAME[name]
+    repo = repo_with(tmp_path, name)
+    objects = installed(repo, name)
+    for edit in inst.edits:
+        apply(objects, edit)
+    live = snapshot(tmp_path, objects)
+    doc = report(repo, name, live)
+    got = {(d["kind"], d["path"]): d for d in doc["drifts"]}
+    assert set(got) == {(e.kind, e.path) for e in inst.edits}, sorted(got)  # 0 false drift
+    expected: dict[str, list[str]] = {}
+    for edit in inst.edits:
+        drift = got[(edit.kind, edit.path)]
+        if edit.lines:
+            assert (drift["file"], drift["action"]) == (f"hosts/{name}/{edit.file}", "write"), drift
+            expected.setdefault(f"hosts/{name}/{edit.file}", []).extend(edit.lines)
+        else:
+            assert drift["action"] == "report" and edit.why in drift["reason"], drift
+    lines = changed_lines(repo, name, live)
+    assert {f: sorted(v) for f, v in lines.items()} == {f: sorted(v) for f, v in expected.items()}, lines
