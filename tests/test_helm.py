@@ -446,3 +446,32 @@ def test_corpus_edits_written_to_their_line_or_reported(tmp_path: Path, name: st
             assert drift["action"] == "report" and edit.why in drift["reason"], drift
     lines = changed_lines(repo, name, live)
     assert {f: sorted(v) for f, v in lines.items()} == {f: sorted(v) for f, v in expected.items()}, lines
+
+
+def test_an_edit_the_chart_renders_otherwise_costs_no_render_per_good_edit(tmp_path: Path) -> None:
+    """Four edits, one of which the chart renders otherwise (``0`` through ``| default``): the good
+    ones are proved together again and the odd one alone, not each on its own."""
+    from syncer.sources.helm import render
+
+    repo = tmp_path / "repo"
+    host = repo / "hosts" / "knobs"
+    (host / "templates").mkdir(parents=True)
+    (host / "Chart.yaml").write_text("apiVersion: v2\nname: knobs\nversion: 0.1.0\n")
+    (host / "values.yaml").write_text("a: one\nb: two\nc: three\nretries: 3\n")
+    (host / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n"
+        "  a: {{ .Values.a | quote }}\n  b: {{ .Values.b | quote }}\n  c: {{ .Values.c | quote }}\n"
+        "  retries: {{ .Values.retries | default 5 | quote }}\n")
+    (host / "syncer.conf").write_text("namespace: apps\nrelease: knobs\ntrack:\n  ConfigMap: writeback\n")
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    live = snapshot(tmp_path, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "knobs", "namespace": "apps"},
+                                "data": {"a": "uno", "b": "dos", "c": "tres", "retries": "0"}}])
+    before = render.RUNS[0]
+    doc = report(repo, "knobs", live)
+    renders = render.RUNS[0] - before
+    actions = {d["path"]: d["action"] for d in doc["drifts"]}
+    assert actions == {"data.a": "write", "data.b": "write", "data.c": "write", "data.retries": "report"}, doc
+    [retries] = [d for d in doc["drifts"] if d["path"] == "data.retries"]
+    assert "renders '5'" in retries["reason"], retries["reason"]
+    # the load, the sentinels, all four together, the three good ones together, the odd one alone
+    assert renders == 5, renders
