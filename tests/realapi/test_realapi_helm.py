@@ -249,7 +249,7 @@ def test_corpus_edits_on_the_real_api(setup: tuple[str, Path, Path, str], tmp_pa
     code, doc = diff(repo, name, admin)
     assert code == 1
     got = {(d["kind"], d["path"]): d for d in doc["drifts"]}
-    assert set(got) == {(e.kind, e.path) for e in inst.edits}, sorted(got)  # 0 false drift
+    assert set(got) == {(e.kind, e.path) for e in inst.edits}, json.dumps(doc["drifts"])  # 0 false drift
     expected: dict[str, list[str]] = {}
     for edit in inst.edits:
         drift = got[(edit.kind, edit.path)]
