@@ -745,3 +745,24 @@ def test_helms_managed_by_label_only_live_is_no_difference() -> None:
     live["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "someone"
     [d] = compare("ConfigMap", git, live)
     assert d.path == ("metadata", "labels", "app.kubernetes.io/managed-by")
+
+
+def test_the_deprecated_service_account_alias_is_the_same_field() -> None:
+    """The server keeps a pod spec's ``serviceAccount`` equal to ``serviceAccountName``: a live
+    patch of the name shows both moved, a manifest declares one; they compare as one field."""
+    def deployment(spec: dict[str, Any]) -> dict[str, Any]:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"replicas": 1, "template": {"spec": {"containers": [], **spec}}}}
+
+    git_side = deployment({"serviceAccountName": "web"})
+    live = deployment({"serviceAccountName": "web-sa", "serviceAccount": "web-sa"})
+    changed = [(d.path, d.git, d.live) for d in compare("Deployment", normalize(git_side), normalize(live))]
+    assert changed == [(("spec", "template", "spec", "serviceAccountName"), "web", "web-sa")]
+    old_style = deployment({"serviceAccount": "web"})  # a manifest with only the alias
+    assert compare("Deployment", normalize(old_style),
+                   normalize(deployment({"serviceAccountName": "web", "serviceAccount": "web"}))) == []
+    both = deployment({"serviceAccountName": "a", "serviceAccount": "b"})  # apart: compared as they are
+    assert normalize(both) == both
+    assert live["spec"]["template"]["spec"]["serviceAccount"] == "web-sa"  # the input is not changed
+    cron = {"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": {"serviceAccount": "x"}}}}}}
+    assert normalize(cron)["spec"]["jobTemplate"]["spec"]["template"]["spec"] == {"serviceAccountName": "x"}

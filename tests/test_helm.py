@@ -22,7 +22,7 @@ from syncer.cli import main
 from syncer.config import parse_config
 from syncer.errors import ConfigError
 from syncer.sources.helm.layout import shorten
-from tests.helmcorpus import BY_NAME, build, chart_dir
+from tests.helmcorpus import BY_NAME, INSTALLATIONS, apply, build, chart_dir
 from tests.realapi.tools import require_tool
 
 Objects = list[dict[str, Any]]
@@ -421,3 +421,57 @@ def test_a_colour_stays_quoted(tmp_path: Path) -> None:
     assert changed_lines(repo, "storage-classes", live) == {"hosts/storage-classes/values.yaml": [
         '-  example.com/theme: "#34577c"   # the dashboard colour of this provisioner',
         '+  example.com/theme: "#ff8800"   # the dashboard colour of this provisioner']}
+
+
+@pytest.mark.parametrize("name", [i.name for i in INSTALLATIONS if i.edits])
+def test_corpus_edits_written_to_their_line_or_reported(tmp_path: Path, name: str) -> None:
+    """Each live edit of the corpus (tests/helmcorpus.py): a mappable one written into its exact
+    values line, every other one reported with its reason and never written, nothing else."""
+    inst = BY_NAME[name]
+    repo = repo_with(tmp_path, name)
+    objects = installed(repo, name)
+    for edit in inst.edits:
+        apply(objects, edit)
+    live = snapshot(tmp_path, objects)
+    doc = report(repo, name, live)
+    got = {(d["kind"], d["path"]): d for d in doc["drifts"]}
+    assert set(got) == {(e.kind, e.path) for e in inst.edits}, sorted(got)  # 0 false drift
+    expected: dict[str, list[str]] = {}
+    for edit in inst.edits:
+        drift = got[(edit.kind, edit.path)]
+        if edit.lines:
+            assert (drift["file"], drift["action"]) == (f"hosts/{name}/{edit.file}", "write"), drift
+            expected.setdefault(f"hosts/{name}/{edit.file}", []).extend(edit.lines)
+        else:
+            assert drift["action"] == "report" and edit.why in drift["reason"], drift
+    lines = changed_lines(repo, name, live)
+    assert {f: sorted(v) for f, v in lines.items()} == {f: sorted(v) for f, v in expected.items()}, lines
+
+
+def test_an_edit_the_chart_renders_otherwise_costs_no_render_per_good_edit(tmp_path: Path) -> None:
+    """Four edits, one of which the chart renders otherwise (``0`` through ``| default``): the good
+    ones are proved together again and the odd one alone, not each on its own."""
+    from syncer.sources.helm import render
+
+    repo = tmp_path / "repo"
+    host = repo / "hosts" / "knobs"
+    (host / "templates").mkdir(parents=True)
+    (host / "Chart.yaml").write_text("apiVersion: v2\nname: knobs\nversion: 0.1.0\n")
+    (host / "values.yaml").write_text("a: one\nb: two\nc: three\nretries: 3\n")
+    (host / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n"
+        "  a: {{ .Values.a | quote }}\n  b: {{ .Values.b | quote }}\n  c: {{ .Values.c | quote }}\n"
+        "  retries: {{ .Values.retries | default 5 | quote }}\n")
+    (host / "syncer.conf").write_text("namespace: apps\nrelease: knobs\ntrack:\n  ConfigMap: writeback\n")
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    live = snapshot(tmp_path, [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "knobs", "namespace": "apps"},
+                                "data": {"a": "uno", "b": "dos", "c": "tres", "retries": "0"}}])
+    before = render.RUNS[0]
+    doc = report(repo, "knobs", live)
+    renders = render.RUNS[0] - before
+    actions = {d["path"]: d["action"] for d in doc["drifts"]}
+    assert actions == {"data.a": "write", "data.b": "write", "data.c": "write", "data.retries": "report"}, doc
+    [retries] = [d for d in doc["drifts"] if d["path"] == "data.retries"]
+    assert "renders '5'" in retries["reason"], retries["reason"]
+    # the load, the sentinels, all four together, the three good ones together, the odd one alone
+    assert renders == 5, renders

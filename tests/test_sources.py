@@ -37,6 +37,19 @@ def _plan(refuse: frozenset[str] = frozenset()) -> Planner:
     return plan
 
 
+def test_edits_good_together_are_proven_by_one_render() -> None:
+    checked: list[str] = []
+
+    def check(texts: Mapping[str, str], drifts: Sequence[Drift]) -> list[str | None]:
+        checked.extend(texts.values())
+        return [None] * len(drifts)
+
+    a, b, c = _drift("a"), _drift("b"), _drift("c")
+    got = proven([a, b, c], _plan(), check)
+    assert got.drifts == (a, b, c) and got.refused == ()
+    assert checked == ["a b c"]  # what is written is the whole, and the whole was checked
+
+
 def test_each_edit_is_proven_alone_and_a_refused_one_blocks_no_other() -> None:
     checked: list[str] = []
 
@@ -49,7 +62,8 @@ def test_each_edit_is_proven_alone_and_a_refused_one_blocks_no_other() -> None:
     got = proven([a, b, c], _plan(), check)
     assert got.drifts == (a, c)
     assert got.refused == ((b, "not written: data.b renders wrong"),)
-    assert checked == ["a", "b", "c", "a c"]  # one render each, then the proven ones together
+    # all together fails: one render each, then the proven ones together
+    assert checked == ["a b c", "a", "b", "c", "a c"]
 
 
 def test_edits_that_disagree_together_are_kept_one_by_one_in_order() -> None:

@@ -89,7 +89,38 @@ def normalize(obj: JSON) -> JSON:
     filled = CONTROLLER_FILLED.get(str(out.get("kind")))
     if filled is not None and out.get(filled[0]) is not None:
         out.pop(filled[1], None)  # the control plane's (an aggregated ClusterRole's rules)
-    return out
+    pod = POD_SPECS.get(str(out.get("kind")))
+    return _one_service_account(out, pod) if pod is not None else out
+
+
+#: Where a kind holds its pod spec. The API server keeps a PodSpec's deprecated
+#: ``serviceAccount`` equal to ``serviceAccountName`` (either one set fills the other), so a live
+#: ``kubectl patch`` of the name shows both moved while a manifest declares one: they are one field.
+POD_SPECS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",), "PodTemplate": ("template", "spec"), "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+    **{k: ("spec", "template", "spec")
+       for k in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController")},
+}
+
+
+def _one_service_account(obj: JSON, path: tuple[str, ...]) -> JSON:
+    """``obj`` with the pod spec at ``path`` naming its account once, as ``serviceAccountName``
+    (the two kept as they are when both are set and differ). Copies only the maps on the way."""
+    chain = [obj]
+    for key in path:
+        node = chain[-1].get(key)
+        if not isinstance(node, dict):
+            return obj
+        chain.append(node)
+    spec = chain[-1]
+    alias, name = spec.get("serviceAccount"), spec.get("serviceAccountName")
+    if alias is None or (name is not None and name != alias):
+        return obj
+    new: JSON = {k: v for k, v in spec.items() if k != "serviceAccount"}
+    new["serviceAccountName"] = alias if name is None else name
+    for parent, key in zip(reversed(chain[:-1]), reversed(path)):
+        new = {**parent, key: new}
+    return new
 
 
 def _bytes_as_stored(obj: JSON, key: str) -> None:

@@ -86,9 +86,10 @@ class Source(Protocol):
         ...
 
     def verify(self, drifts: Sequence[Drift], plan: Planner, caches: Caches) -> Verified:
-        """Which of ``drifts`` (each with edits, as ``place`` gave them) may be written: each edit
-        proven on its own, then the proven ones together (``proven``); a refused edit never
-        blocks another. ``plan`` gives the files' new texts for any subset of ``drifts``."""
+        """Which of ``drifts`` (each with edits, as ``place`` gave them) may be written: all the
+        edits proven together, else each on its own, then the proven ones together (``proven``);
+        a refused edit never blocks another. ``plan`` gives the files' new texts for any subset
+        of ``drifts``."""
         ...
 
 
@@ -117,11 +118,11 @@ class SourceType(Protocol):
 
 
 def proven(drifts: Sequence[Drift], plan: Planner, check: Check) -> Verified:
-    """The proof a rendering source gives ``verify``: each drift's edits planned and checked
-    alone (``check``: the field renders as live, nothing else of the render changes), then the
-    proven ones together; should two of them disagree together (two edits of one place), they
-    are kept one by one, in order, while the whole still checks. ``plan``'s failure for a drift
-    refuses that drift."""
+    """The proof a rendering source gives ``verify``: all the drifts' edits planned and checked
+    together (``check``: each field renders as live, nothing else of the render changes); when
+    that fails, each alone, then the proven ones together; should two of them disagree together
+    (two edits of one place), they are kept one by one, in order, while the whole still checks.
+    ``plan``'s failure for a drift refuses that drift."""
     ok: list[Drift] = []
     refused: list[tuple[Drift, str]] = []
 
@@ -131,6 +132,11 @@ def proven(drifts: Sequence[Drift], plan: Planner, check: Check) -> Verified:
             return [_why(errors[0])] * len(chosen)
         return check(texts, chosen) if texts else [None] * len(chosen)
 
+    # What is written is the whole set, so its passing check is the proof of each; the usual
+    # case (every edit good) costs one render instead of one per drift, and that render is
+    # often the one the place step made for the same texts.
+    if len(drifts) > 1 and all(why is None for why in attempt(drifts)):
+        return Verified(tuple(drifts), ())
     for drift in drifts:
         why = attempt([drift])[0]
         if why is None:

@@ -26,7 +26,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from syncer.cli import main
-from tests.helmcorpus import BY_NAME, CORPUS, build, chart_dir
+from tests.helmcorpus import BY_NAME, CORPUS, INSTALLATIONS, Edit, build, chart_dir, policy_edit
 
 from .cluster import RealCluster
 from .tools import kubectl, require_tool
@@ -54,11 +54,12 @@ def diff(repo: Path, name: str, admin: Path) -> tuple[int, dict[str, Any]]:
 
 
 def _namespaced(host: Path, namespace: str) -> None:
-    """The installation's files with its namespaces (``storage``, ``flux-system``) made ``namespace``."""
+    """The installation's files with the corpus' namespaces (``storage``, ``tools``, ``ops``,
+    ``flux-system``) made ``namespace``."""
     for path in [host / "syncer.conf", *host.glob("*.yaml")]:
         if path.name in ("values.yaml", "Chart.yaml"):
             continue
-        text = re.sub(r"(?m)^(\s*(?:namespace|targetNamespace)): (storage|flux-system)$", rf"\1: {namespace}",
+        text = re.sub(r"(?m)^(\s*(?:namespace|targetNamespace)): (storage|tools|ops|flux-system)$", rf"\1: {namespace}",
                       path.read_text())
         path.write_text(text)
 
@@ -150,7 +151,7 @@ EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("setup", sorted(BY_NAME), indirect=True)
+@pytest.mark.parametrize("setup", sorted(EXPECTED), indirect=True)
 def test_helm_install_live_edits_diff_and_sync(setup: tuple[str, Path, Path, str], tmp_path: Path) -> None:
     name, repo, admin, release = setup
     namespace = json.loads(kubectl(admin, "config", "view", "--minify", "-o", "json"))["contexts"][0]["context"][
@@ -220,3 +221,53 @@ def test_rendered_for_the_cluster_helm_installed_into(real_cluster: RealCluster,
     assert json.loads(kubectl(admin, "get", "configmap", "caps-caps", "-o", "json"))["data"]["minor"] == "20"
     code, doc = diff(work, "caps", admin)
     assert code == 0 and doc["in_sync"], doc["drifts"]
+
+
+def _patch(admin: Path, edit: Edit, name: str) -> None:
+    """``edit`` made live by the real kubectl (``kubectl patch --type=json``; the descheduler
+    policy: its live text with one threshold changed, as ``kubectl edit`` leaves it)."""
+    value = edit.value
+    if value is None:
+        live = json.loads(kubectl(admin, "get", f"{edit.kind.lower()}/{name}", "-o", "json"))
+        value = policy_edit(live["data"][edit.pointer.rsplit("/", 1)[1]])
+    kubectl(admin, "patch", f"{edit.kind.lower()}/{name}", "--type=json",
+            "-p", json.dumps([{"op": "replace", "path": edit.pointer, "value": value}]))
+
+
+@pytest.mark.parametrize("setup", [i.name for i in INSTALLATIONS if i.edits], indirect=True)
+def test_corpus_edits_on_the_real_api(setup: tuple[str, Path, Path, str], tmp_path: Path) -> None:
+    """The corpus' live edits (tests/helmcorpus.py) on releases helm installed: each mappable one
+    written by ``sync --mode commit`` into its exact values line and gone after the push (the
+    render with it is the live value); each other one reported, never written; nothing else."""
+    name, repo, admin, release = setup
+    inst = BY_NAME[name]
+    code, doc = diff(repo, name, admin)
+    assert code == 0 and doc["in_sync"], doc["drifts"]  # 0 false drift as installed
+    for edit in inst.edits:  # names follow the release, which follows the test's namespace
+        _patch(admin, edit, edit.name.replace(inst.release, release, 1))
+
+    code, doc = diff(repo, name, admin)
+    assert code == 1
+    got = {(d["kind"], d["path"]): d for d in doc["drifts"]}
+    assert set(got) == {(e.kind, e.path) for e in inst.edits}, json.dumps(doc["drifts"])  # 0 false drift
+    expected: dict[str, list[str]] = {}
+    for edit in inst.edits:
+        drift = got[(edit.kind, edit.path)]
+        if edit.lines:  # who moved, from managedFields: kubectl-patch is no applier
+            assert (drift["file"], drift["action"], drift["direction"]) == (
+                f"hosts/{name}/{edit.file}", "write", "cluster"), drift
+            expected.setdefault(f"hosts/{name}/{edit.file}", []).extend(edit.lines)
+        else:
+            assert drift["action"] == "report" and edit.why in drift["reason"], drift
+
+    code, out, err = syncer("sync", name, "--repo", str(repo), "--kubeconfig", str(admin), "--mode", "commit")
+    assert code == 0, (out, err)
+    assert {f: sorted(v) for f, v in pushed(repo).items()} == {f: sorted(v) for f, v in expected.items()}
+
+    after = tmp_path / "after"
+    git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(after))
+    if inst.layout == "flux":  # what Flux's kustomize-controller does with the merged commit
+        kubectl(admin, "apply", "-f", str(after / "hosts" / name / "release.yaml"))
+    code, doc = diff(after, name, admin)
+    assert sorted((d["kind"], d["path"], d["action"]) for d in doc["drifts"]) == sorted(
+        (e.kind, e.path, "report") for e in inst.edits if not e.lines), doc["drifts"]

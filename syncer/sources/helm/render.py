@@ -27,7 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from syncer.detect.normalize import MISSING
 from syncer.errors import ConfigError
+from syncer.model import Path as FieldPath
+from syncer.sources.manifests import object_ref
 from syncer.sources.scratch import copy_over, offline_env, sandbox
 from syncer.yamlread import parse_documents
 
@@ -158,3 +161,27 @@ def parse_output(text: str, shown: str) -> Rendered:
                 continue
             docs.append((source, doc))
     return Rendered(tuple(docs), values if values is not None else {}, hooks)
+
+
+Key = tuple[str, str, str]
+
+
+def index(rendered: Rendered, namespace: str) -> dict[Key, dict[str, Any]]:
+    """The rendered objects by (kind, namespace, name); a document that is no object is left out."""
+    out: dict[Key, dict[str, Any]] = {}
+    for _, doc in rendered.docs:
+        try:
+            ref = object_ref(doc, namespace, "helm template")
+        except ConfigError:
+            continue
+        out[(ref.kind, ref.namespace, ref.name)] = doc
+    return out
+
+
+def differences(a: Any, b: Any, path: FieldPath = ()) -> list[FieldPath]:
+    """Where two rendered objects differ (a list of another length differs as a whole)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for k in {**a, **b} for p in differences(a.get(k, MISSING), b.get(k, MISSING), path + (k,))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [p for i, (x, y) in enumerate(zip(a, b)) for p in differences(x, y, path + (i,))]
+    return [] if a == b and type(a) is type(b) else [path]
