@@ -218,6 +218,22 @@ LAYOUTS: tuple[Layout, ...] = (
                     "data.env.startup.txt", ("base/env.startup.txt", "LDAP_ORGANISATION: Example Inc.",
                                              "LDAP_ORGANISATION: Example Corp.")),
            )),
+    Layout("skaffold-kustomize-two-suffixed-overlays", "skaffold-kustomize", "default",
+           top="resources:\n  - overlays/prod\n  - overlays/staging\n", track=WB,
+           edits=(
+               # nameSuffix layers; both overlays patch the base through a file named deployment.yaml
+               Edit("Deployment", "skaffold-kustomize-prod", ("scale", "--replicas=5"), "spec.replicas",
+                    ("overlays/prod/deployment.yaml", "  replicas: 3", "  replicas: 5")),
+               Edit("Deployment", "skaffold-kustomize-prod", ("patch", "--type", "merge", "-p",
+                                                             '{"metadata":{"labels":{"env":"production"}}}'),
+                    "metadata.labels.env", ("overlays/prod/deployment.yaml", "    env: prod", "    env: production")),
+               Edit("Deployment", "skaffold-kustomize-staging", ("patch", "--type", "merge", "-p",
+                                                                '{"metadata":{"labels":{"env":"stage"}}}'),
+                    "metadata.labels.env", ("overlays/staging/deployment.yaml", "    env: staging", "    env: stage")),
+               # the base's image is shared by both variants: no single line may change
+               Edit("Deployment", "skaffold-kustomize-staging", ("set", "image", "skaffold-kustomize=skaffold-kustomize:v2"),
+                    f"{C0}.image", None),
+           )),
     # v1.20 serves neither batch/v1 CronJob nor autoscaling/v2, and its StatefulSet has no minReadySeconds: the
     # installation's own top deletes the base's three CronJobs, its HPA and its StatefulSet (the tree is kept byte for byte)
     Layout("podinfo-database-scripts", "podinfo-database", "default",

@@ -1,8 +1,8 @@
-"""``nameSuffix`` layers and an inline strategic-merge patch carrying several values, on a small
-written tree (the public corpus has no permissive tree with either, see
-tests/data/kustomize-corpus/SOURCES.md): blue/green overlays of one base, each with its own suffix
-and an inline patch in its kustomization.yaml; the green one also merges a literal into the base's
-generator. The real kustomize renders the tree; no API server.
+"""``nameSuffix`` layers: Skaffold's getting-started-kustomize (two suffixed overlays, each with its
+own ``deployment.yaml`` patch; tests/data/kustomize-corpus), and a small written tree for what no
+permissive public tree had (SOURCES.md): blue/green overlays of one base, each with an inline
+strategic-merge patch carrying several values in its kustomization.yaml, the green one merging a
+literal into the base's generator. The real kustomize renders the trees; no API server.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_kustomize import KUBECTL, _real_kubectl  # noqa: F401  (the fixture: the real kubectl)
-from tests.test_kustomize_graph import C0, load, obj, placed, tree, written
+from tests.test_kustomize_graph import C0, layout, load, obj, placed, tree, written
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kustomize) not installed")
 
@@ -113,3 +113,21 @@ def test_a_base_literal_both_suffixed_variants_share_is_reported_not_written(tmp
     assert lines == {}
     [(path, why)] = refused
     assert path == "data.MODE" and "web-conf-green" in why, why
+
+
+def test_skaffolds_suffixed_overlays_each_patch_file_of_the_same_name_takes_its_own_edits(tmp_path: Path) -> None:
+    """Skaffold's getting-started-kustomize (tests/data/kustomize-corpus/skaffold-kustomize): prod and staging
+    each patch the base through their own deployment.yaml under their own nameSuffix."""
+    repo = layout(tmp_path, "skaffold-kustomize", "resources:\n  - overlays/prod\n  - overlays/staging\n")
+    m = load(repo, "default")
+    prod, staging = obj(m, "Deployment", "skaffold-kustomize-prod"), obj(m, "Deployment", "skaffold-kustomize-staging")
+    drifts = [placed(m, prod, ("spec", "replicas"), 5),
+              placed(m, prod, ("metadata", "labels", "env"), "production"),
+              placed(m, staging, ("metadata", "labels", "env"), "stage")]
+    assert [d.file for d in drifts] == ["hosts/t/overlays/prod/deployment.yaml"] * 2 + [
+        "hosts/t/overlays/staging/deployment.yaml"]
+    lines, refused = written(repo, m, drifts)
+    assert refused == []
+    assert lines == {"hosts/t/overlays/prod/deployment.yaml": ["-    env: prod", "+    env: production",
+                                                               "-  replicas: 3", "+  replicas: 5"],
+                     "hosts/t/overlays/staging/deployment.yaml": ["-    env: staging", "+    env: stage"]}
