@@ -107,7 +107,14 @@ LAYOUTS: tuple[Layout, ...] = (
                Edit("Deployment", "dashboard", ("set", "env", "LOGOUT_URL=/logout"), f"{C0}.env[2].value",
                     ("base/deployment.yaml", '              value: "/oauth2/sign_out"', '              value: "/logout"')),
            )),
-    Layout("metrics-server-release-ha", "metrics-server", "kube-system", top="resources:\n  - overlays/release-ha\n",
+    # v1.20 serves no policy/v1 PodDisruptionBudget, and refuses the APIService (its service has no namespace in
+    # this tree): the installation's own top deletes both (the tree itself is kept byte for byte)
+    Layout("metrics-server-release-ha", "metrics-server", "kube-system",
+           top=("resources:\n  - overlays/release-ha\npatches:\n"
+                "  - patch: |-\n      apiVersion: policy/v1\n      kind: PodDisruptionBudget\n      metadata:\n"
+                "        name: metrics-server\n        namespace: kube-system\n      $patch: delete\n"
+                "  - patch: |-\n      apiVersion: apiregistration.k8s.io/v1\n      kind: APIService\n      metadata:\n"
+                "        name: v1beta1.metrics.k8s.io\n      $patch: delete\n"),
            track=(("Deployment", "writeback"), ("Service", "report"), ("ServiceAccount", "report"),
                   ("ClusterRole", "report"), ("ClusterRoleBinding", "report"), ("RoleBinding", "report"),
                   ("APIService", "ignore"), ("PodDisruptionBudget", "ignore")),
@@ -188,7 +195,13 @@ LAYOUTS: tuple[Layout, ...] = (
                     f"{C0}.resources.limits.memory",
                     ("deployment.yaml", "              memory: 128Mi", "              memory: 256Mi")),
            )),
-    Layout("kustomize-ldap-production", "kustomize-ldap", "default", top="resources:\n  - overlays/production\n", track=WB,
+    # the API server refuses the overlay as it is (6 replicas on a read-write GCE PD): the installation's own top
+    # marks the disk read-only, as a user applying it must; the overlay's lines still set what the edits change
+    Layout("kustomize-ldap-production", "kustomize-ldap", "default",
+           top=("resources:\n  - overlays/production\npatches:\n  - patch: |-\n      apiVersion: apps/v1\n"
+                "      kind: Deployment\n      metadata:\n        name: production-ldap\n      spec:\n        template:\n"
+                "          spec:\n            volumes:\n              - name: ldap-data\n                gcePersistentDisk:\n"
+                "                  readOnly: true\n"), track=WB,
            edits=(
                # the overlay's patch file computes the replicas and the volume; the base's files: source the config
                Edit("Deployment", "production-ldap", ("scale", "--replicas=3"), "spec.replicas",
@@ -204,6 +217,49 @@ LAYOUTS: tuple[Layout, ...] = (
                                                               "LDAP_ORGANISATION: Example Corp."),
                     "data.env.startup.txt", ("base/env.startup.txt", "LDAP_ORGANISATION: Example Inc.",
                                              "LDAP_ORGANISATION: Example Corp.")),
+           )),
+    Layout("skaffold-kustomize-two-suffixed-overlays", "skaffold-kustomize", "default",
+           top="resources:\n  - overlays/prod\n  - overlays/staging\n", track=WB,
+           edits=(
+               # nameSuffix layers; both overlays patch the base through a file named deployment.yaml
+               Edit("Deployment", "skaffold-kustomize-prod", ("scale", "--replicas=5"), "spec.replicas",
+                    ("overlays/prod/deployment.yaml", "  replicas: 3", "  replicas: 5")),
+               Edit("Deployment", "skaffold-kustomize-prod", ("patch", "--type", "merge", "-p",
+                                                             '{"metadata":{"labels":{"env":"production"}}}'),
+                    "metadata.labels.env", ("overlays/prod/deployment.yaml", "    env: prod", "    env: production")),
+               Edit("Deployment", "skaffold-kustomize-staging", ("patch", "--type", "merge", "-p",
+                                                                '{"metadata":{"labels":{"env":"stage"}}}'),
+                    "metadata.labels.env", ("overlays/staging/deployment.yaml", "    env: staging", "    env: stage")),
+               # the base's image is shared by both variants: no single line may change
+               Edit("Deployment", "skaffold-kustomize-staging", ("set", "image", "skaffold-kustomize=skaffold-kustomize:v2"),
+                    f"{C0}.image", None),
+           )),
+    # v1.20 serves neither batch/v1 CronJob nor autoscaling/v2, and its StatefulSet has no minReadySeconds: the
+    # installation's own top deletes the base's three CronJobs, its HPA and its StatefulSet (the tree is kept byte for byte)
+    Layout("podinfo-database-scripts", "podinfo-database", "default",
+           top=("resources:\n  - bases/database\npatches:\n"
+                + "".join(f"  - patch: |-\n      apiVersion: {api}\n      kind: {kind}\n      metadata:\n"
+                          f"        name: {name}\n      $patch: delete\n"
+                          for api, kind, name in (("batch/v1", "CronJob", "rollup-daily"),
+                                                  ("batch/v1", "CronJob", "rollup-weekly"),
+                                                  ("batch/v1", "CronJob", "backup-daily"),
+                                                  ("autoscaling/v2", "HorizontalPodAutoscaler", "database-replica"),
+                                                  ("apps/v1", "StatefulSet", "database-primary")))),
+           track=WB + (("ServiceAccount", "report"), ("PersistentVolumeClaim", "ignore")),
+           edits=(
+               # disableNameSuffixHash + files: a line of the shell script (which holds ${BACKUP_EXIT:-0}: text, not a template)
+               Edit("ConfigMap", "backup-script", ("edit", "sleep 60", "sleep 90"), "data.backup.sh",
+                    ("bases/database/scripts/backup.sh", "sleep 60", "sleep 90")),
+               Edit("ConfigMap", "rollup-script", ("edit", "  sleep 10", "  sleep 20"), "data.rollup.sh",
+                    ("bases/database/scripts/rollup.sh", "  sleep 10", "  sleep 20")),
+               Edit("Deployment", "database-replica", ("set", "image", "database=ghcr.io/stefanprodan/podinfo:6.11.1"),
+                    f"{C0}.image", ("bases/database/deployment-replica.yaml",
+                                    "        image: ghcr.io/stefanprodan/podinfo:6.10.2",
+                                    "        image: ghcr.io/stefanprodan/podinfo:6.11.1")),
+               Edit("Deployment", "database-replica", ("patch", "--type", "json", "-p",
+                                                      '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/limits/memory","value":"1Gi"}]'),
+                    f"{C0}.resources.limits.memory",
+                    ("bases/database/deployment-replica.yaml", "            memory: 512Mi", "            memory: 1Gi")),
            )),
 )
 
@@ -351,7 +407,10 @@ class Bench:
     def live_name(self, kind: str, namespace: str, name: str) -> str:
         out = self.kubectl("get", kind.lower(), "-n", namespace, "-o", "name").stdout.split()
         names = [n.split("/", 1)[1] for n in out]
-        return next((n for n in names if n == name), None) or next(n for n in names if HASH.sub("", n) == name)
+        found = next((n for n in names if n == name), None) or next((n for n in names if HASH.sub("", n) == name), None)
+        if found is None:
+            raise RuntimeError(f"{kind}/{name} is not live in {namespace} (live: {names}); see the apply -k note above")
+        return found
 
     def run(self, layout: Layout) -> Result:
         res = Result()
@@ -392,7 +451,10 @@ class Bench:
         live: dict[int, Any] = {}
         for i, e in enumerate(layout.edits):
             ns = layout.namespace
-            name = self.live_name(e.kind, ns, e.name)
+            try:
+                name = self.live_name(e.kind, ns, e.name)
+            except RuntimeError as why:
+                raise RuntimeError(f"{layout.name}: {why}; {res.notes[:1]}") from None
             if e.how[0] == "edit":
                 script = base / f"editor-{i}.py"
                 script.write_text(EDITOR.format(old=e.how[1], new=e.how[2]))

@@ -58,3 +58,38 @@ def test_an_overlay_patch_file_and_a_files_source_with_unchanged_password_lines(
         "hosts/t/base/deployment.yaml": ["-          image: osixia/openldap:1.1.11",
                                          "+          image: osixia/openldap:1.2.0"],
         "hosts/t/base/env.startup.txt": ["-LDAP_ORGANISATION: Example Inc.", "+LDAP_ORGANISATION: Example Corp."]}
+
+
+#: the installation's top for podinfo's database base: v1.20 serves no batch/v1 CronJob nor autoscaling/v2
+#: HPA, so the top deletes them (and the StatefulSet) as the real-API bench does; the tree stays as it is
+_DATABASE_TOP = "resources:\n  - bases/database\npatches:\n" + "".join(
+    f"  - patch: |-\n      apiVersion: {api}\n      kind: {kind}\n      metadata:\n        name: {name}\n      $patch: delete\n"
+    for api, kind, name in (("batch/v1", "CronJob", "rollup-daily"), ("batch/v1", "CronJob", "rollup-weekly"),
+                            ("batch/v1", "CronJob", "backup-daily"),
+                            ("autoscaling/v2", "HorizontalPodAutoscaler", "database-replica"),
+                            ("apps/v1", "StatefulSet", "database-primary")))
+
+
+def test_lines_of_shell_scripts_behind_unhashed_generators_are_written_into_the_scripts(tmp_path: Path) -> None:
+    """podinfo's database base: two configMapGenerators with disableNameSuffixHash read a shell script each
+    (``${BACKUP_EXIT:-0}`` in them is shell, not a template); one line of each script changes, and an image
+    of the base's Deployment beside them: each goes into its own file, in the one line that sets it."""
+    repo = layout(tmp_path, "podinfo-database", _DATABASE_TOP)
+    m = load(repo, "default")
+    backup = obj(m, "ConfigMap", "backup-script")
+    assert backup.ref.name == "backup-script"  # no hash suffix
+    sleep = placed(m, backup, ("data", "backup.sh"), backup.data["data"]["backup.sh"].replace("sleep 60", "sleep 90"))
+    rollup = obj(m, "ConfigMap", "rollup-script")
+    step = placed(m, rollup, ("data", "rollup.sh"), rollup.data["data"]["rollup.sh"].replace("  sleep 10", "  sleep 20"))
+    dep = obj(m, "Deployment", "database-replica")
+    image = placed(m, dep, C0 + ("image",), "ghcr.io/stefanprodan/podinfo:6.11.1")
+    assert [d.file for d in (sleep, step, image)] == [
+        "hosts/t/bases/database/scripts/backup.sh", "hosts/t/bases/database/scripts/rollup.sh",
+        "hosts/t/bases/database/deployment-replica.yaml"]
+    lines, refused = written(repo, m, [sleep, step, image])
+    assert refused == []
+    assert lines == {
+        "hosts/t/bases/database/scripts/backup.sh": ["-sleep 60", "+sleep 90"],
+        "hosts/t/bases/database/scripts/rollup.sh": ["-  sleep 10", "+  sleep 20"],
+        "hosts/t/bases/database/deployment-replica.yaml": ["-        image: ghcr.io/stefanprodan/podinfo:6.10.2",
+                                                           "+        image: ghcr.io/stefanprodan/podinfo:6.11.1"]}
