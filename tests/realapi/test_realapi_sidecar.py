@@ -281,6 +281,9 @@ class ReadyzPoller:
             self._stop.wait(self.interval)
 
     def __enter__(self) -> "ReadyzPoller":
+        # The first sample before the caller goes on: on a loaded machine the thread's first GET
+        # could otherwise come after whatever the caller does next (a restart already begun).
+        self.seen.append((time.monotonic(), self.run.get("/readyz")[0]))
         self._thread.start()
         return self
 
