@@ -283,12 +283,26 @@ class Workspace:
 
     def sync_to_base(self) -> str:
         """Fetch and hard-reset to the remote base branch; drops anything left by an aborted run."""
-        self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:refs/remotes/origin/{self.base}",
-                 network=True)
-        self.git("checkout", "--quiet", "--force", "-B", self.base, f"refs/remotes/origin/{self.base}")
-        self.git("clean", "-fdxq")
+        self.reset_to(self.fetch_base())
         self.synced = self.head()
         return self.synced
+
+    def fetch_base(self) -> str:
+        """Fetch the remote base branch (the clone's files stay as they are); its commit."""
+        self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:refs/remotes/origin/{self.base}",
+                 network=True)
+        return self.git("rev-parse", f"refs/remotes/origin/{self.base}")
+
+    def reset_to(self, rev: str) -> None:
+        """Point the local base branch at ``rev`` and make the files exactly its own."""
+        self.git("checkout", "--quiet", "--force", "-B", self.base, rev)
+        self.git("clean", "-fdxq")
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """The files whose content differs between commits ``old`` and ``new``. Trees only: no
+        rename detection, which would read (and in a blob-less clone, fetch) the files."""
+        out = self.git("diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", old, new, "--")
+        return [p for p in out.split("\0") if p]
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD")
