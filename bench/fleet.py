@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import ROOT, git, git_env
+from bench.common import ROOT, git, git_env, read_ref
 
 LIVE = ROOT / "examples" / "asgard-live.yaml"
 #: What every installation's commit must contain: a value only the live snapshot holds.
@@ -88,7 +88,7 @@ class Daemon:
 def serve(srv: Path) -> Daemon:
     port = free_port()
     proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
-                             "--listen=127.0.0.1", f"--port={port}", f"--base-path={srv}", str(srv)],
+                             "--max-connections=0", "--listen=127.0.0.1", f"--port={port}", f"--base-path={srv}", str(srv)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -150,6 +150,8 @@ class Run:
     human_lost_races: int = 0
     redetects: int = 0
     errors: list[str] = field(default_factory=list)
+    #: seconds after the start at which main moved (every push that landed, the human's too)
+    moves: list[float] = field(default_factory=list)
 
 
 def _attempts(stdout: str) -> tuple[int, int]:
@@ -179,7 +181,19 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
             thread.start()
             time.sleep(0.5)  # the human is pushing before the fleet starts
         names = [f"inst-{i:03d}" for i in range(n)]
+        moves: list[float] = []
+        watching = threading.Event()
+
+        def watch_ref() -> None:  # when main moved, read from disk every 10 ms
+            last = read_ref(bare)
+            while not watching.is_set():
+                now = read_ref(bare)
+                if now != last:
+                    moves.append(time.monotonic() - t0)
+                    last = now
+                watching.wait(0.01)
         t0 = time.monotonic()
+        threading.Thread(target=watch_ref, daemon=True).start()
         procs = {name: subprocess.Popen(
             [sys.executable, "-m", "syncer.cli", "sync", name, "--remote", daemon.url, "--base-branch", "main",
              "--live-file", str(work / "live" / f"{name}.yaml"), "--mode", "commit",
@@ -187,6 +201,7 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
             cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in names}
         outs = {name: p.communicate(timeout=900) for name, p in procs.items()}
         wall = time.monotonic() - t0
+        watching.set()
         if person is not None and thread is not None:
             person.stop.set()
             thread.join(60)
@@ -209,7 +224,7 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
                   (check / "hosts" / name / "ollama-endpoint-manager.yaml").read_text()}
         lost = sum(1 for name in names if codes[name] == 0 and name not in landed)
         run = Run(n, human, wall, codes, attempts, landed, sum(max(0, c - 1) for c in per.values()), lost, linear,
-                  len(log), redetects=redetects, errors=errors)
+                  len(log), redetects=redetects, errors=errors, moves=moves)
         if person is not None:
             main = set(git(check, "rev-list", "main").split())
             run.human_pushed, run.human_kept = len(person.pushed), sum(1 for sha in person.pushed if sha in main)
@@ -227,6 +242,9 @@ def describe(r: Run) -> str:
             f"{r.duplicates}, exit 2: {sum(1 for c in r.codes.values() if c)}, attempts total {sum(att)} "
             f"(median {att[len(att) // 2]}, max {att[-1]}), re-detections {r.redetects}, wall {r.wall:.1f} s, "
             f"linear {'yes' if r.linear else 'NO'}, commits on main {r.commits}")
+    if r.moves:
+        q = [r.moves[min(len(r.moves) - 1, int(len(r.moves) * f))] for f in (0.0, 0.5, 1.0)]
+        line += f"; main moved first at {q[0]:.1f} s, half its moves by {q[1]:.1f} s, last at {q[2]:.1f} s"
     if r.human:
         line += f"; human commits pushed {r.human_pushed}, kept {r.human_kept}, their lost races {r.human_lost_races}"
     return line

@@ -229,10 +229,10 @@ class Workspace:
         return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT,
                        remote=self.remote)
 
-    def push(self, target: str, *options: str) -> PushOutcome:
-        """Push HEAD to branch ``target`` of origin (``options``: a lease), as git told it:
-        pushed, a race, or refused (``gitoutcome.push_outcome``)."""
-        done = git_process(["push", "--quiet", "--porcelain", *options, "origin", f"HEAD:refs/heads/{target}"],
+    def push(self, target: str, *options: str, rev: str = "HEAD") -> PushOutcome:
+        """Push ``rev`` (HEAD) to branch ``target`` of origin (``options``: a lease), as git told
+        it: pushed, a race, or refused (``gitoutcome.push_outcome``)."""
+        done = git_process(["push", "--quiet", "--porcelain", *options, "origin", f"{rev}:refs/heads/{target}"],
                            self.path, self.identity, NETWORK_TIMEOUT, remote=self.remote)
         return push_outcome(done.returncode, redact_url(done.stdout), redact_url(done.stderr), redact_url(self.remote),
                             target)
@@ -317,10 +317,10 @@ class Workspace:
         self.git("commit", "--quiet", "--no-verify", "-F", str(msg_file))
         return self.head()
 
-    def push_base(self) -> bool:
-        """Fast-forward the remote base branch to HEAD. False when someone pushed first (a race);
-        a refusal (a hook, a protected branch) or an unusable remote is raised, never a race."""
-        return self._pushed(self.push(self.base))
+    def push_base(self, rev: str = "HEAD") -> bool:
+        """Fast-forward the remote base branch to ``rev`` (HEAD). False when someone pushed first (a
+        race); a refusal (a hook, a protected branch) or an unusable remote is raised, never a race."""
+        return self._pushed(self.push(self.base, rev=rev))
 
     @staticmethod
     def _pushed(outcome: PushOutcome) -> bool:

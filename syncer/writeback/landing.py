@@ -10,7 +10,8 @@ every sidecar restarting after an upgrade), all but one push loses the race. Wha
 3. when none of them is under ``hosts/<installation>/``, none is a file the commit edits and none
    is a file detection read outside the installation (a chart a HelmRelease names), the
    detection still holds word for word: the **same file edits** are made again on the new base
-   and pushed, without detecting again (no clone reset to old data, no API read, no re-render);
+   (``replay``: a tree merge and a commit object, the clone's files untouched) and pushed,
+   without detecting again (no API read, no re-render, no re-plan);
 4. otherwise someone changed the installation itself -- perhaps a person fixing the very value
    syncer wants to copy back -- so detection runs again on the new base, whose direction rules
    keep that person's change (never reverted, never force-pushed).
@@ -32,7 +33,7 @@ from syncer.errors import GitError
 from syncer.gitrepo import Workspace
 from syncer.writeback.plan import FileChange, write_changes
 
-__all__ = ["MAX_SIDECAR_PUSH_BUDGET", "Edits", "KeptMoving", "Landed", "PushBudget", "land", "race_backoff", "touched"]
+__all__ = ["MAX_SIDECAR_PUSH_BUDGET", "Edits", "KeptMoving", "Landed", "PushBudget", "land", "race_backoff", "replay", "touched"]
 
 #: The pause before the next push after losing a race: full jitter over FIRST * 2**n, capped.
 #: FIRST is about one fetch-commit-push on loopback; CAP is reached after 7 losses in a row and
@@ -109,21 +110,35 @@ def touched(paths: Sequence[str], installation: str, edits: Edits) -> list[str]:
             or any(p == r or p.startswith(r + "/") for r in reads)]
 
 
+def replay(ws: Workspace, commit: str, onto: str, message: str) -> str:
+    """``commit``'s edits made again as one new commit on ``onto``, which changed none of its files:
+    a tree merge (``git merge-tree``) and a commit object, in two git commands that leave the
+    clone's files alone -- the time between the fetch and the push is the window another push
+    can win in, and this keeps it short. A merge git cannot make cleanly raises ``GitError``."""
+    tree = ws.git("merge-tree", "--write-tree", "--no-messages", onto, commit).splitlines()[0]
+    msg = ws.path / ".git" / "SYNCER_COMMIT_MSG"
+    msg.write_text(message, encoding="utf-8")
+    return ws.git("commit-tree", tree, "-p", onto, "-F", str(msg))
+
+
 def land(ws: Workspace, installation: str, edits: Edits, detect: Callable[[], Edits | None], budget: PushBudget, *,
          notes: list[str], sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
          rand: Callable[[], float] = random.random) -> Landed | None:
     """Commit ``edits`` on the clone's base (as ``detect`` left it) and push until it lands or
     ``budget`` runs out (``KeptMoving``). ``detect`` resets the clone to the remote base and
     detects anew, giving the new edits (None: nothing to commit any more, say a person copied the
-    value back themselves: then this returns None). A refused push is raised as it is."""
+    value back themselves: then this returns None). A refused push is raised as it is. Once
+    landed, the clone holds the landed commit."""
     started = clock()
     base = ws.head()  # what ``edits`` were computed against
+    write_changes(ws.path, edits.changes)
+    commit = ws.commit([c.file for c in edits.changes], edits.message)
     pushes = reapplied = redetected = 0
     while True:
-        write_changes(ws.path, edits.changes)
-        commit = ws.commit([c.file for c in edits.changes], edits.message)
         pushes += 1
-        if ws.push_base():
+        if ws.push_base(commit):
+            if reapplied:  # the clone's files and branch as the landed commit has them
+                ws.reset_to(commit)
             return Landed(commit, pushes, clock() - started, reapplied, redetected)
         elapsed = clock() - started
         if pushes >= budget.attempts or elapsed >= budget.seconds:
@@ -132,9 +147,12 @@ def land(ws: Workspace, installation: str, edits: Edits, detect: Callable[[], Ed
         new = ws.fetch_base()
         stale = touched(ws.changed_paths(base, new), installation, edits)
         if not stale:
-            ws.reset_to(new)
-            reapplied += 1
-            continue
+            try:
+                commit = replay(ws, commit, new, edits.message)
+                reapplied += 1
+                continue
+            except GitError:  # not a clean merge after all (a base branch rewritten?): detect again
+                stale = [f"{ws.base} (rewritten: {new[:12]} does not merge cleanly)"]
         redetected += 1
         shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
         notes.append(f"{ws.base} moved in {shown}: detecting again on the new {ws.base}")
@@ -142,3 +160,5 @@ def land(ws: Workspace, installation: str, edits: Edits, detect: Callable[[], Ed
         if again is None:
             return None
         edits, base = again, ws.head()
+        write_changes(ws.path, edits.changes)
+        commit = ws.commit([c.file for c in edits.changes], edits.message)
