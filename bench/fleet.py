@@ -152,6 +152,8 @@ class Run:
     errors: list[str] = field(default_factory=list)
     #: seconds after the start at which main moved (every push that landed, the human's too)
     moves: list[float] = field(default_factory=list)
+    #: per landed process, seconds from its first push to its landing (its own report)
+    racing: list[float] = field(default_factory=list)
 
 
 def _attempts(stdout: str) -> tuple[int, int]:
@@ -212,6 +214,8 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
             attempts[name], redetects = a, redetects + r
             if codes[name] != 0:
                 errors.append(f"{name}: exit {codes[name]}: {err.strip().splitlines()[-1] if err.strip() else ''}")
+        racing = sorted(float(m.group(1)) for out, _ in outs.values()
+                        for m in [re.search(r"push attempts in ([0-9.]+) s", out)] if m)
         check = work / "check"
         git(None, "clone", "-q", str(bare), str(check))
         log = git(check, "log", "--format=%H %P%x09%s", "main").splitlines()
@@ -224,7 +228,7 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
                   (check / "hosts" / name / "ollama-endpoint-manager.yaml").read_text()}
         lost = sum(1 for name in names if codes[name] == 0 and name not in landed)
         run = Run(n, human, wall, codes, attempts, landed, sum(max(0, c - 1) for c in per.values()), lost, linear,
-                  len(log), redetects=redetects, errors=errors, moves=moves)
+                  len(log), redetects=redetects, errors=errors, moves=moves, racing=racing)
         if person is not None:
             main = set(git(check, "rev-list", "main").split())
             run.human_pushed, run.human_kept = len(person.pushed), sum(1 for sha in person.pushed if sha in main)
@@ -245,6 +249,9 @@ def describe(r: Run) -> str:
     if r.moves:
         q = [r.moves[min(len(r.moves) - 1, int(len(r.moves) * f))] for f in (0.0, 0.5, 1.0)]
         line += f"; main moved first at {q[0]:.1f} s, half its moves by {q[1]:.1f} s, last at {q[2]:.1f} s"
+    if r.racing:
+        line += (f"; first push to landing (the ones that raced): median {r.racing[len(r.racing) // 2]:.1f} s, "
+                 f"max {r.racing[-1]:.1f} s")
     if r.human:
         line += f"; human commits pushed {r.human_pushed}, kept {r.human_kept}, their lost races {r.human_lost_races}"
     return line

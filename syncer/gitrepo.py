@@ -288,10 +288,11 @@ class Workspace:
         return self.synced
 
     def fetch_base(self) -> str:
-        """Fetch the remote base branch (the clone's files stay as they are); its commit."""
-        self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:refs/remotes/origin/{self.base}",
-                 network=True)
-        return self.git("rev-parse", f"refs/remotes/origin/{self.base}")
+        """Fetch the remote base branch (the clone's files stay as they are); the name of the ref
+        that holds it now (no ``rev-parse``: commit mode's race window has no room for one)."""
+        ref = f"refs/remotes/origin/{self.base}"
+        self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:{ref}", network=True)
+        return ref
 
     def reset_to(self, rev: str) -> None:
         """Point the local base branch at ``rev`` and make the files exactly its own."""

@@ -39,7 +39,7 @@ __all__ = ["MAX_SIDECAR_PUSH_BUDGET", "Edits", "KeptMoving", "Landed", "PushBudg
 #: FIRST is about one fetch-commit-push on loopback; CAP is reached after 7 losses in a row and
 #: spreads a burst of ~50 contenders (each needing ~0.3 s of the branch) thinly enough that most
 #: attempts win, while a lone loser retries within a fraction of a second.
-RACE_BACKOFF_FIRST, RACE_BACKOFF_CAP = 0.2, 15.0
+RACE_BACKOFF_FIRST, RACE_BACKOFF_CAP = 0.2, 10.0
 
 
 def race_backoff(attempt: int, rand: Callable[[], float] = random.random) -> float:
@@ -53,7 +53,7 @@ class PushBudget:
     ``--push-budget``): whichever runs out first ends it."""
 
     #: Pushes in all, the first one included.
-    attempts: int = 30
+    attempts: int = 60
     #: Seconds from the first push. Under the sidecar's liveness limit for one pass (300 s,
     #: syncer/sidecar/server.py) with room for the detection and the last push themselves.
     seconds: float = 120.0
@@ -152,7 +152,7 @@ def land(ws: Workspace, installation: str, edits: Edits, detect: Callable[[], Ed
                 reapplied += 1
                 continue
             except GitError:  # not a clean merge after all (a base branch rewritten?): detect again
-                stale = [f"{ws.base} (rewritten: {new[:12]} does not merge cleanly)"]
+                stale = [f"{ws.base} (rewritten: the new {ws.base} does not merge cleanly)"]
         redetected += 1
         shown = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
         notes.append(f"{ws.base} moved in {shown}: detecting again on the new {ws.base}")
