@@ -143,7 +143,7 @@ class PassRunner:
         report.deferred, report.stage = exc, "git"
         self.metrics.passes.labels(self.installation, "retry_later").inc()
         delay = schedule.retry_later(now)
-        event(log, logging.WARNING, f"{exc.base} kept moving; retrying this installation in {delay:.0f}s",
+        event(log, logging.WARNING, f"{exc.base} kept moving; retrying this installation in {delay:.1f}s",
               outcome="retry_later", pushes=exc.pushes, seconds=round(exc.seconds, 1))
 
     def _failed(self, report: PassReport, exc: SyncerError, now: float, schedule: Schedule) -> None:
