@@ -176,6 +176,7 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
     for name in list(env):
         if name.startswith("SYNCER_"):
             del env[name]
+    procs: dict[str, subprocess.Popen[str]] = {}
     person = Human(daemon.url, work / "human") if human else None
     thread = threading.Thread(target=person.run, daemon=True) if person else None
     try:
@@ -196,11 +197,11 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
                 watching.wait(0.01)
         t0 = time.monotonic()
         threading.Thread(target=watch_ref, daemon=True).start()
-        procs = {name: subprocess.Popen(
+        procs.update({name: subprocess.Popen(
             [sys.executable, "-m", "syncer.cli", "sync", name, "--remote", daemon.url, "--base-branch", "main",
              "--live-file", str(work / "live" / f"{name}.yaml"), "--mode", "commit",
              "--clone-dir", str(work / "clones" / name)],
-            cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in names}
+            cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in names})
         outs = {name: p.communicate(timeout=900) for name, p in procs.items()}
         wall = time.monotonic() - t0
         watching.set()
@@ -235,6 +236,10 @@ def run_fleet(n: int, human: bool, baseline: Path | None, work: Path) -> Run:
             run.human_lost_races = person.lost_races
         return run
     finally:
+        for p in procs.values():  # interrupted: end the syncers this run started
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         if person is not None:
             person.stop.set()
         daemon.stop()
