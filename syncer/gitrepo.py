@@ -287,11 +287,14 @@ class Workspace:
         self.synced = self.head()
         return self.synced
 
-    def fetch_base(self) -> str:
+    def fetch_base(self, racing: bool = False) -> str:
         """Fetch the remote base branch (the clone's files stay as they are); the name of the ref
-        that holds it now (no ``rev-parse``: commit mode's race window has no room for one)."""
+        that holds it now (no ``rev-parse``: commit mode's race window has no room for one).
+        ``racing``: between a lost push and the next, so nothing git would do after the fetch
+        itself (housekeeping, FETCH_HEAD, the forced-update walk); the next plain fetch does it."""
         ref = f"refs/remotes/origin/{self.base}"
-        self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:{ref}", network=True)
+        quick = ("--no-auto-maintenance", "--no-write-fetch-head", "--no-show-forced-updates") if racing else ()
+        self.git("fetch", "--quiet", "--no-tags", *quick, "origin", f"+refs/heads/{self.base}:{ref}", network=True)
         return ref
 
     def reset_to(self, rev: str) -> None:

@@ -144,7 +144,7 @@ def land(ws: Workspace, installation: str, edits: Edits, detect: Callable[[], Ed
         if pushes >= budget.attempts or elapsed >= budget.seconds:
             raise KeptMoving(ws.base, pushes, elapsed)
         sleep(min(race_backoff(pushes, rand), max(0.0, budget.seconds - elapsed)))
-        new = ws.fetch_base()
+        new = ws.fetch_base(racing=True)
         stale = touched(ws.changed_paths(base, new), installation, edits)
         if not stale:
             try:
