@@ -30,6 +30,7 @@ from syncer.forges import KINDS as FORGE_KINDS
 from syncer.gitrepo import Identity
 from syncer.secrets.redact import redact_text
 from syncer.writeback.deliver import Mode
+from syncer.writeback.landing import PushBudget
 
 __all__ = ["COMMANDS", "EXIT_DRIFT", "EXIT_ERROR", "EXIT_OK", "build_parser", "kubectl_complete", "kubectl_main",
            "main"]
@@ -61,6 +62,13 @@ def _number(text: str) -> str:
     """A numeric id (a GitHub App's, its installation's), checked; kept as text."""
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+    return text.strip()
+
+
+def _count(text: str) -> str:
+    """A count of at least 1 (``--push-attempts``), checked; kept as text."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to 1000")
     return text.strip()
 
 
@@ -140,6 +148,12 @@ def _sync_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--author-name", default=Identity.name, help="commit author name")
     p.add_argument("--author-email", default=Identity.email,
                    help="commit author email; commits by anyone else on syncer's branch mark it as taken over")
+    p.add_argument("--push-attempts", metavar="N", type=_count,
+                   help="commit mode: pushes to try when other pushes keep winning the race to the base branch "
+                        f"(default {PushBudget.attempts})")
+    p.add_argument("--push-budget", metavar="DURATION", type=_duration,
+                   help="commit mode: how long to keep retrying those pushes, from the first one "
+                        f"(default {PushBudget.seconds:g}s; the sidecar allows at most 4m)")
     _github_app_flags(p)
 
 

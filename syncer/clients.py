@@ -24,6 +24,7 @@ from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.gather.live import KubeSource, LiveSource, SnapshotSource, kube_api_client
 from syncer.repofile import excerpt
 from syncer.writeback.deliver import Mode
+from syncer.writeback.landing import PushBudget
 
 if TYPE_CHECKING:
     import httpx
@@ -59,6 +60,14 @@ def tools(args: argparse.Namespace) -> Tools:
     ``SYNCER_HELM``)."""
     return Tools(kustomize=getattr(args, "kustomize", None) or DEFAULT_TOOLS.kustomize,
                  helm=getattr(args, "helm", None) or DEFAULT_TOOLS.helm)
+
+
+def push_budget(args: argparse.Namespace) -> PushBudget:
+    """Commit mode's budget for pushes that lost the race, from ``--push-attempts`` and
+    ``--push-budget`` (env twins ``SYNCER_PUSH_ATTEMPTS``, ``SYNCER_PUSH_BUDGET``)."""
+    attempts, budget = getattr(args, "push_attempts", None), getattr(args, "push_budget", None)
+    return PushBudget(attempts=int(attempts) if attempts else PushBudget.attempts,
+                      seconds=durations.seconds(budget, "--push-budget", "SYNCER_PUSH_BUDGET") if budget else PushBudget.seconds)
 
 
 def sidecar_kube(args: argparse.Namespace) -> KubeClient:

@@ -16,6 +16,9 @@ The ranges, and why:
 - ``--lease-duration`` 3 s .. 1 h: the Lease is renewed every third of it (a second at least),
   and a crashed leader is replaced within it.
 - ``--shutdown-grace`` 0 .. 1 h: the kubelet's grace period bounds it anyway.
+- ``--push-budget`` 0 .. 1 h: commit mode's retries of pushes that lost the race (0: the first
+  push only); the sidecar takes at most ``MAX_SIDECAR_PUSH_BUDGET`` (one pass must end within its
+  liveness limit).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ DAY = 86400.0
 STABLE_FOR = (0.0, 30 * DAY)
 FLAGS: dict[str, tuple[float, float]] = {
     "--debounce": (0.0, 3600.0), "--resync": (1.0, 7 * DAY), "--lease-duration": (3.0, 3600.0),
-    "--shutdown-grace": (0.0, 3600.0),
+    "--shutdown-grace": (0.0, 3600.0), "--push-budget": (0.0, 3600.0),
 }
 _DURATION = re.compile(r"(?:([0-9]{1,9})h)?(?:([0-9]{1,9})m)?(?:([0-9]{1,9})s)?")
 _SECONDS = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9})?|\.[0-9]{1,9}")

@@ -28,7 +28,8 @@ errors are translated at the boundaries with ``raise ... from``.
      │    ├── GitAuthFailed        (gitoutcome) the remote rejected the credentials (401, "Authentication failed", publickey)
      │    ├── GitAccessDenied      (gitoutcome) the remote knows the credentials, which may not do this (403)
      │    ├── GitRemoteNotFound    (gitoutcome) no repository there (404, not a git repository)
-     │    └── PushRefused          (gitoutcome) a hook or the server refused the push; its ``remote:`` lines quoted
+     │    ├── PushRefused          (gitoutcome) a hook or the server refused the push; its ``remote:`` lines quoted
+     │    └── KeptMoving           (writeback.landing) commit mode: every push lost the race to other pushes
      └── ForgeError                a forge (GitHub, Gitea, GitLab) API call failed
           ├── PullRequestExists    (here) "already open": the lifecycle adopts that one
           ├── ForgeAuthFailed      (here) the forge rejected the token (401)

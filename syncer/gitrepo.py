@@ -229,10 +229,10 @@ class Workspace:
         return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT,
                        remote=self.remote)
 
-    def push(self, target: str, *options: str) -> PushOutcome:
-        """Push HEAD to branch ``target`` of origin (``options``: a lease), as git told it:
-        pushed, a race, or refused (``gitoutcome.push_outcome``)."""
-        done = git_process(["push", "--quiet", "--porcelain", *options, "origin", f"HEAD:refs/heads/{target}"],
+    def push(self, target: str, *options: str, rev: str = "HEAD") -> PushOutcome:
+        """Push ``rev`` (HEAD) to branch ``target`` of origin (``options``: a lease), as git told
+        it: pushed, a race, or refused (``gitoutcome.push_outcome``)."""
+        done = git_process(["push", "--quiet", "--porcelain", *options, "origin", f"{rev}:refs/heads/{target}"],
                            self.path, self.identity, NETWORK_TIMEOUT, remote=self.remote)
         return push_outcome(done.returncode, redact_url(done.stdout), redact_url(done.stderr), redact_url(self.remote),
                             target)
@@ -283,12 +283,30 @@ class Workspace:
 
     def sync_to_base(self) -> str:
         """Fetch and hard-reset to the remote base branch; drops anything left by an aborted run."""
-        self.git("fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{self.base}:refs/remotes/origin/{self.base}",
-                 network=True)
-        self.git("checkout", "--quiet", "--force", "-B", self.base, f"refs/remotes/origin/{self.base}")
-        self.git("clean", "-fdxq")
+        self.reset_to(self.fetch_base())
         self.synced = self.head()
         return self.synced
+
+    def fetch_base(self, racing: bool = False) -> str:
+        """Fetch the remote base branch (the clone's files stay as they are); the name of the ref
+        that holds it now (no ``rev-parse``: commit mode's race window has no room for one).
+        ``racing``: between a lost push and the next, so nothing git would do after the fetch
+        itself (housekeeping, FETCH_HEAD, the forced-update walk); the next plain fetch does it."""
+        ref = f"refs/remotes/origin/{self.base}"
+        quick = ("--no-auto-maintenance", "--no-write-fetch-head", "--no-show-forced-updates") if racing else ()
+        self.git("fetch", "--quiet", "--no-tags", *quick, "origin", f"+refs/heads/{self.base}:{ref}", network=True)
+        return ref
+
+    def reset_to(self, rev: str) -> None:
+        """Point the local base branch at ``rev`` and make the files exactly its own."""
+        self.git("checkout", "--quiet", "--force", "-B", self.base, rev)
+        self.git("clean", "-fdxq")
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """The files whose content differs between commits ``old`` and ``new``. Trees only: no
+        rename detection, which would read (and in a blob-less clone, fetch) the files."""
+        out = self.git("diff", "--no-renames", "--no-ext-diff", "--name-only", "-z", old, new, "--")
+        return [p for p in out.split("\0") if p]
 
     def head(self) -> str:
         return self.git("rev-parse", "HEAD")
@@ -303,10 +321,10 @@ class Workspace:
         self.git("commit", "--quiet", "--no-verify", "-F", str(msg_file))
         return self.head()
 
-    def push_base(self) -> bool:
-        """Fast-forward the remote base branch to HEAD. False when someone pushed first (a race);
-        a refusal (a hook, a protected branch) or an unusable remote is raised, never a race."""
-        return self._pushed(self.push(self.base))
+    def push_base(self, rev: str = "HEAD") -> bool:
+        """Fast-forward the remote base branch to ``rev`` (HEAD). False when someone pushed first (a
+        race); a refusal (a hook, a protected branch) or an unusable remote is raised, never a race."""
+        return self._pushed(self.push(self.base, rev=rev))
 
     @staticmethod
     def _pushed(outcome: PushOutcome) -> bool:

@@ -21,7 +21,7 @@ from syncer.cli import build_parser, main
 
 LIVE = str(ROOT / "examples" / "asgard-live.yaml")
 #: A value each checked type refuses (by the name of its check in syncer.cli).
-BAD_BY_TYPE = {"_duration": "ten minutes", "_listen": "no-port", "_number": "12a", "_namespace": "Bad_Namespace"}
+BAD_BY_TYPE = {"_duration": "ten minutes", "_count": "0", "_listen": "no-port", "_number": "12a", "_namespace": "Bad_Namespace"}
 
 
 def _flags() -> list[tuple[str, argparse.Action]]:

@@ -94,18 +94,20 @@ def test_a_race_is_redone_after_a_jittered_pause(asgard_repo: Path, tmp_path: Pa
     git(tmp_path, "clone", "-q", str(tmp_path / "origin.git"), str(other))
     real_push = Workspace.push
 
-    def push_after_someone_else(self: Workspace, target: str, *options: str):  # type: ignore[no-untyped-def]
+    def push_after_someone_else(self: Workspace, target: str, *options: str, rev: str = "HEAD"):  # type: ignore[no-untyped-def]
         if not pauses and not (other / "NOTES").exists():  # a human pushes first, once
             (other / "NOTES").write_text("unrelated\n")
             git(other, "add", "NOTES")
             git(other, "-c", "user.name=h", "-c", "user.email=h@example.invalid", "commit", "-qm", "notes")
             git(other, "push", "-q", "origin", "main")
-        return real_push(self, target, *options)
+        return real_push(self, target, *options, rev=rev)
 
     monkeypatch.setattr(Workspace, "push", push_after_someone_else)
     out = sync.sync_commit(ws, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), sync_now(), sleep=pauses.append)
     assert out.commit and any("moved while committing" in m for m in out.messages)
-    assert len(pauses) == 1 and 0 <= pauses[0] <= sync.RACE_BACKOFF_FIRST
+    from syncer.writeback.landing import RACE_BACKOFF_FIRST
+
+    assert len(pauses) == 1 and 0 <= pauses[0] <= RACE_BACKOFF_FIRST
     assert git(tmp_path / "origin.git", "log", "-1", "--format=%H", "main") == out.commit
 
 

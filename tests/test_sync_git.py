@@ -66,14 +66,14 @@ def test_commit_mode_redoes_after_losing_a_push_race(asgard_repo: Path, tmp_path
     class Racing(Workspace):
         raced = 0
 
-        def push_base(self) -> bool:
+        def push_base(self, rev: str = "HEAD") -> bool:
             if not Racing.raced:  # a human pushes an unrelated change first
                 Racing.raced = 1
                 (other / "hosts" / "asgard" / "notes.txt").write_text("hello\n")
                 git(other, "add", ".")
                 git(other, "commit", "-q", "-m", "human change")
                 git(other, "push", "-q", "origin", "main")
-            return super().push_base()
+            return super().push_base(rev)
 
     ws = Racing.open_or_clone(str(tmp_path / "origin.git"), "main", tmp_path / "clone")
     out = sync_commit(ws, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW)

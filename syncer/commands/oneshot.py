@@ -148,7 +148,8 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
                 _print_report(found, args, stdout)
         try:
             out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
-                          caches=Caches(), on_detected=report, only=only, tools=clients.tools(args))
+                          caches=Caches(), on_detected=report, only=only, tools=clients.tools(args),
+                          budget=clients.push_budget(args))
         except SyncerError as exc:
             if detected and args.output == "json":  # the drifts found, with why nothing was written
                 failed = replace(_with_said(detected[0].result),

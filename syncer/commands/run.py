@@ -12,6 +12,7 @@ from typing import TextIO
 from syncer import clients, logs
 from syncer.commands import EXIT_OK, checkout, reproduce
 from syncer.durations import seconds
+from syncer.writeback.landing import MAX_SIDECAR_PUSH_BUDGET
 from syncer.errors import ConfigError, SyncerError
 from syncer.gitrepo import Workspace, origin_url
 from syncer.sources.manifests import default_installation
@@ -98,6 +99,11 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     if not remote:
         raise ConfigError("--remote URL is required: the git repository syncer clones from and pushes to")
     identity = clients.git_identity(args, git_token)
+    budget = clients.push_budget(args)
+    if budget.seconds > MAX_SIDECAR_PUSH_BUDGET:
+        raise ConfigError(f"--push-budget (or SYNCER_PUSH_BUDGET): {budget.seconds:g}s is more than the sidecar allows "
+                          f"({MAX_SIDECAR_PUSH_BUDGET:g}s: a pass must end within its liveness limit); the sidecar "
+                          "retries the installation later anyway")
     app = clients.github_app(args)
     if app is not None:  # each new installation token joins what the log masks
         app.on_token = secrets.append
@@ -135,7 +141,7 @@ def cmd_run(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
             settings = SidecarSettings(
                 loop=LoopSettings(installation, Mode(args.mode), reproduce(args, installation),
                                   timing=Timing(debounce=durations["debounce"], resync=durations["resync"]),
-                                  tools=clients.tools(args)),
+                                  tools=clients.tools(args), budget=budget),
                 listen=listen, state_configmap=args.state_configmap or None, leader_elect=args.leader_elect,
                 lease_name=args.lease_name or "", lease_duration=lease_duration, lease_renew=lease_duration / 3,
                 config_file=Path(args.config).absolute() if args.config else None,  # not resolve(): ..data swaps

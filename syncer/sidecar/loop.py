@@ -57,6 +57,7 @@ from syncer.sidecar.schedule import Schedule, Timing, stable_deadline
 from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.sidecar.server import Health
 from syncer.writeback.deliver import DEFAULT_MODE, Loaded, Mode, Outcome, load_installation
+from syncer.writeback.landing import PushBudget
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -77,6 +78,8 @@ class LoopSettings:
     timing: Timing = Timing()
     #: The programs the installation's source runs (``--kustomize``).
     tools: Tools = DEFAULT_TOOLS
+    #: How long commit mode retries pushes that lost the race within one pass (``--push-budget``).
+    budget: PushBudget = PushBudget()
 
 
 def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> set[ObjectRef]:
@@ -111,7 +114,7 @@ class Loop:
         self.schedule = Schedule(settings.timing, clock())
         self.runner = PassRunner(settings.installation, settings.mode, settings.reproduce, ws, cache,
                                  metrics=metrics, health=health, forge=forge, store=store, config=config,
-                                 caches=self.caches, probe=probe, tools=settings.tools)
+                                 caches=self.caches, probe=probe, tools=settings.tools, budget=settings.budget)
         self.tracker = Tracker(self._change_time)
         self._wake = threading.Event()
         self._errors: set[str] = set()
@@ -191,7 +194,7 @@ class Loop:
         self.passes += 1
         report = self.runner.run(reason, leader, now, self.schedule)
         self.last = report
-        if report.error is not None:
+        if report.error is not None or report.deferred is not None:  # the retry is set in the schedule
             return report
         self.schedule.succeeded()
         self._after(report, report.outcome, datetime.fromtimestamp(now, timezone.utc))

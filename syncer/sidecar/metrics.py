@@ -17,7 +17,8 @@ read: the Role lacks their grant), ``syncer_failing_objects{installation}`` (obj
 the latest pass: a hostile or broken object costs only itself, and this says so),
 ``syncer_leader{installation}``, ``syncer_ready{installation}`` (1 while ``/readyz`` answers 200,
 computed at each scrape), ``syncer_outages_total{installation}``,
-``syncer_passes_total{installation,result}``, ``syncer_internal_errors_total{installation}``
+``syncer_passes_total{installation,result}`` (``ok``, ``error``, ``follower``, or
+``retry_later``: commit mode's pushes all lost the race to other pushes, retried later), ``syncer_internal_errors_total{installation}``
 (passes a bug ended: ``Loop.crashed``) and ``syncer_credentials_rejected_total{upstream}``
 (requests an upstream answered by rejecting syncer's credentials: ``api-server`` 401s, ``forge``
 401s, ``git`` authentication failures; ``/readyz`` is 503 while the latest answer was one).
@@ -66,7 +67,7 @@ class Metrics:
                             ["installation"], registry=r)
         self.outages = Counter("syncer_outages", "Endpoints outages (cleared, then back) seen end to end.",
                                ["installation"], registry=r)
-        self.passes = Counter("syncer_passes", "Passes run, by result (ok, error, follower).",
+        self.passes = Counter("syncer_passes", "Passes run, by result (ok, error, follower, retry_later).",
                               ["installation", "result"], registry=r)
         self.internal_errors = Counter(
             "syncer_internal_errors", "Passes a bug in syncer ended (an exception outside its error tree; the "

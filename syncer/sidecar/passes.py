@@ -9,6 +9,10 @@ A failure syncer's error tree names (``SyncerError``, ``syncer.errors``) is blam
 upstream rejected syncer's credentials, and retried as its ``transient`` says: a transient one
 after the schedule's backoff, a permanent one at the next change, config reload or resync.
 
+Commit mode's pushes all losing the race to other pushes (``landing.KeptMoving``: a fleet of
+installations syncing at once) is no failure: logged at WARNING, counted as a pass with result
+``retry_later``, readiness untouched, and retried after a jittered backoff (``Schedule.retry_later``).
+
 Any other exception is a bug, not a failure of an upstream: it is not retried as if it were
 transient, it raises out of the pass, and the loop (``Loop.run``) has the one policy for it.
 """
@@ -33,6 +37,7 @@ from syncer.sidecar.schedule import Schedule
 from syncer.sidecar.server import Health
 from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.writeback.deliver import Mode, Outcome, deliver
+from syncer.writeback.landing import KeptMoving, PushBudget
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -48,6 +53,9 @@ class PassReport:
     outcome: Outcome | None = None
     error: SyncerError | None = None
     stage: str = ""
+    #: Commit mode's pushes all lost the race (``landing.KeptMoving``): not an error, the
+    #: installation is retried later with jittered backoff.
+    deferred: KeptMoving | None = None
 
 
 def stage_of(exc: BaseException) -> str:
@@ -68,12 +76,13 @@ class PassRunner:
                  metrics: Metrics, health: Health, forge: "Forge | None" = None,
                  store: "ConfigMapStore | None" = None, config: Callable[[], Config | None] = lambda: None,
                  caches: Caches | None = None, probe: Callable[[], object] | None = None,
-                 tools: Tools = DEFAULT_TOOLS) -> None:
+                 tools: Tools = DEFAULT_TOOLS, budget: PushBudget = PushBudget()) -> None:
         """``probe``: one cheap request to the API server, made at each pass without a state
         record (whose read is that request otherwise), raising ``CredentialsRejected`` on a 401:
         a revoked token is seen within one resync although the open watches, authenticated when
         they began, go on streaming; ``tools``: the programs the installation's source runs."""
         self.installation, self.mode, self.reproduce, self.tools = installation, mode, reproduce, tools
+        self.budget = budget
         self.ws, self.cache = ws, cache
         self.caches = caches if caches is not None else Caches()
         self.metrics, self.health = metrics, health
@@ -89,6 +98,8 @@ class PassRunner:
         self.health.pass_started()
         try:
             report.outcome = self._deliver(leader, datetime.fromtimestamp(now, timezone.utc), report)
+        except KeptMoving as exc:
+            self._retry_later(report, exc, now, schedule)
         except SyncerError as exc:
             self._failed(report, exc, now, schedule)
         finally:
@@ -111,7 +122,10 @@ class PassRunner:
         try:
             out = deliver(mode, self.ws, self.installation, self.cache, now, self.reproduce, self.forge, self.store,
                           config=config, observed_since=self.cache.observed_since(), caches=self.caches,
-                          tools=self.tools)
+                          tools=self.tools, budget=self.budget)
+        except KeptMoving:
+            self.health.git_reached()  # it answered every push: the remote is up, only busy
+            raise
         except GitError:
             raise
         except SyncerError:
@@ -121,6 +135,16 @@ class PassRunner:
         if self.forge is not None and mode is Mode.PR:
             self.health.forge_reached()  # the pass's forge calls worked
         return out
+
+    def _retry_later(self, report: PassReport, exc: KeptMoving, now: float, schedule: Schedule) -> None:
+        """Every push lost the race to other pushes (a fleet syncing at once): nothing failed and
+        nothing was lost, so no error is counted and readiness stays; the installation's next
+        try waits a jittered, growing time, so the losers of this burst do not meet again."""
+        report.deferred, report.stage = exc, "git"
+        self.metrics.passes.labels(self.installation, "retry_later").inc()
+        delay = schedule.retry_later(now)
+        event(log, logging.WARNING, f"{exc.base} kept moving; retrying this installation in {delay:.1f}s",
+              outcome="retry_later", pushes=exc.pushes, seconds=round(exc.seconds, 1))
 
     def _failed(self, report: PassReport, exc: SyncerError, now: float, schedule: Schedule) -> None:
         stage = report.stage if report.stage == "state" else stage_of(exc)

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from syncer.backoff import full_jitter
 from syncer.errors import ClusterError, CredentialsRejected
 from syncer.kube import ApiError, ClusterUnreachable, Gone
 from syncer.logs import event
@@ -55,8 +56,7 @@ class WatchSettings:
     grace: float = 60.0
 
     def backoff(self, failures: int, rand: Callable[[], float]) -> float:
-        # The exponent is capped: 2.0 ** 1024 overflows, and a watch failing for hours gets there.
-        return float(rand()) * min(self.backoff_cap, self.backoff_base * 2.0 ** min(max(0, failures - 1), 64))
+        return full_jitter(failures, self.backoff_base, self.backoff_cap, rand)
 
 
 def as_cluster_error(exc: BaseException, label: str) -> ClusterError:

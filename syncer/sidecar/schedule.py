@@ -7,7 +7,8 @@ with plain numbers. A pass is due when
   while a retry is pending: such events are rare, and a new leader that sat out its follower
   days' backoff would leave the PR as the old leader left it (perhaps mid-pass);
 * a transient failure's retry time came (``failed``: ``retry_base`` doubling per failure in
-  a row, at most ``retry_cap``); until then no change, resync or stability starts a pass;
+  a row, at most ``retry_cap``; ``retry_later``, commit mode's pushes all lost the race: full
+  jitter over the same); until then no change, resync or stability starts a pass;
 * the watch cache changed and then was quiet for ``debounce`` seconds, or ``debounce_max``
   after the first change of a burst that never goes quiet;
 * a waiting difference became stable (``wait_for``), or
@@ -16,10 +17,12 @@ with plain numbers. A pass is due when
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import random
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from syncer.backoff import full_jitter
 from syncer.detect.classify import parse_time
 from syncer.model import Action, Drift, ObjectRef
 
@@ -46,8 +49,8 @@ class Timing:
 
 
 class Schedule:
-    def __init__(self, timing: Timing, now: float) -> None:
-        self.timing = timing
+    def __init__(self, timing: Timing, now: float, rand: Callable[[], float] = random.random) -> None:
+        self.timing, self.rand = timing, rand
         self.force: str | None = "start"
         self.retry_at = 0.0
         self.failures = 0
@@ -123,6 +126,15 @@ class Schedule:
             return 0.0
         delay = min(self.timing.retry_cap, self.timing.retry_base * 2.0 ** (self.failures - 1))
         # a request that runs at once, made while this pass ran (a new leader), is not lost
+        self.retry_at, self.force = now + delay, self.force if self.force in IMMEDIATE else "retry"
+        return delay
+
+    def retry_later(self, now: float) -> float:
+        """Commit mode's pushes all lost the race (a fleet syncing at once): retry after full
+        jitter over the failure backoff, so the installations that lost together spread out
+        instead of coming back in step; returns the delay."""
+        self.failures += 1
+        delay = full_jitter(self.failures, self.timing.retry_base, self.timing.retry_cap, self.rand)
         self.retry_at, self.force = now + delay, self.force if self.force in IMMEDIATE else "retry"
         return delay
 

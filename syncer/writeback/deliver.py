@@ -6,7 +6,8 @@ entry point, for ``syncer sync`` and every sidecar pass alike: it maps the mode 
 
 Always works in a clone owned by syncer: reset to the remote base branch, detect, apply
 the accepted drifts, commit, push. A rejected fast-forward (someone pushed first) means
-fetch and redo from scratch -- never force. The PR branch ``syncer/<installation>`` is
+fetch, then push the same edits on the new base -- or detect again when the new commits
+changed the installation (``landing``) -- never force. The PR branch ``syncer/<installation>`` is
 regenerated from base + current drift each time, pushed with a lease, and left alone once a
 human has pushed to it.
 """
@@ -14,7 +15,6 @@ human has pushed to it.
 from __future__ import annotations
 
 import enum
-import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -40,23 +40,12 @@ from syncer.model import Action, Direction, Drift, DriftClass, FileError, Object
 from syncer.gather.selection import Selection
 from syncer.writeback.placement import placed, proved
 from syncer.writeback.report import commit_message, drift_hash, pr_body, pr_fingerprint, pr_labels, pr_title
+from syncer.writeback.landing import Edits, PushBudget, land
 from syncer.writeback.plan import FileChange, write_changes
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
     from syncer.writeback.pullrequest import PrResult
-
-#: How often a commit is redone after losing a push race before giving up for this round.
-MAX_PUSH_ATTEMPTS = 5
-#: The pause before redoing a commit that lost a push race: full jitter over FIRST * 2**n,
-#: capped, so replicas (or a fleet) that lost to the same push do not collide again in step.
-RACE_BACKOFF_FIRST, RACE_BACKOFF_CAP = 0.2, 5.0
-
-
-def race_backoff(attempt: int, rand: Callable[[], float] = random.random) -> float:
-    """Seconds to wait before redo number ``attempt`` (1, 2, ...) after a lost push race."""
-    return rand() * min(RACE_BACKOFF_CAP, RACE_BACKOFF_FIRST * 2.0 ** min(max(0, attempt - 1), 16))
-
 
 class Mode(str, enum.Enum):
     PR = "pr"
@@ -248,39 +237,45 @@ def sync_commit(ws: Workspace, installation: str, source: LiveSource, now: datet
                 store: BaseStore | None = None, *, config: ConfigArg = None,
                 observed_since: SinceArg = None, caches: Caches | None = None, on_detected: OnDetected = None,
                 sleep: Callable[[float], None] = time.sleep, only: Selection | None = None,
-                tools: Tools = DEFAULT_TOOLS) -> Outcome:
-    """Commit accepted drifts straight to the base branch, fast-forward only. A push that
-    lost a race is fetched and redone after a jittered pause; a refused one is raised as it is."""
+                tools: Tools = DEFAULT_TOOLS, budget: PushBudget = PushBudget(),
+                clock: Callable[[], float] = time.monotonic) -> Outcome:
+    """Commit accepted drifts straight to the base branch, fast-forward only. A push that lost
+    a race is pushed again on the new base after a jittered pause, detecting again only when
+    the new commits changed the installation (``landing``); a refused one is raised as it is."""
     caches = caches if caches is not None else Caches()
     notes: list[str] = []  # kept across attempts, so a lost race shows in the outcome
-    for attempt in range(MAX_PUSH_ATTEMPTS):
-        if attempt:
-            sleep(race_backoff(attempt))
+    latest: list[Outcome] = []
+
+    def detect() -> Edits | None:
         ws.sync_to_base()
         loaded, result, drifts, changes = _detect(ws.path, installation, source, now, store, Mode.COMMIT, config,
                                                   observed_since, ws, caches, only, tools)
         out = Outcome(result, drifts, changes, messages=notes, loaded=loaded)
+        latest.append(out)
         held = [d for d in result.writable() if d.direction is Direction.UNKNOWN]
-        if held:
+        if held and len(latest) == 1:
             out.messages.append(f"{len(held)} change(s) have no known base and are never committed directly: "
                                 "use --mode pr to propose them")
         if not changes:
-            out.messages.append("nothing to commit")
-            return out
-        if on_detected is not None and not attempt:
+            return None
+        if on_detected is not None and len(latest) == 1:
             on_detected(out)
-        write_changes(ws.path, changes)
-        out.commit = ws.commit([c.file for c in changes], commit_message(installation, drifts))
-        out.loaded = None  # the files changed: the sidecar loads them again
         if store is not None:
             store.propose(drifts)  # before the push: git never holds a proposal syncer does not remember
-        if ws.push_base():
-            out.branch, out.pushed = ws.base, True
-            out.messages.append(f"pushed {out.commit[:12]} to {ws.base}")
-            return out
-        out.messages.append(f"{ws.base} moved while committing; fetching and redoing")
-    raise GitError(f"{ws.base} kept moving: {MAX_PUSH_ATTEMPTS} pushes in a row lost the race to another push "
-                   "(fetched and redone each time); nothing was pushed", transient=True)
+        return Edits(changes, commit_message(installation, drifts), loaded.git.checkout_paths(caches))
+
+    edits = detect()
+    landed = land(ws, installation, edits, detect, budget, notes=notes, sleep=sleep, clock=clock) if edits else None
+    out = latest[-1]
+    if landed is None:
+        out.messages.append("nothing to commit")
+        return out
+    out.commit, out.loaded = landed.commit, None  # the files changed: the sidecar loads them again
+    out.branch, out.pushed = ws.base, True
+    out.messages.append(f"pushed {out.commit[:12]} to {ws.base}")
+    if landed.pushes > 1:
+        out.messages.append(landed.summary(ws.base))
+    return out
 
 
 def keep_transient(ws: Workspace, rev: str, result: Result, manifests: Manifests) -> tuple[list[Drift], list[str]]:
@@ -364,12 +359,14 @@ def sync_pr(ws: Workspace, installation: str, source: LiveSource, now: datetime,
 def deliver(mode: Mode, where: Workspace | Path, installation: str, source: LiveSource, now: datetime,
                reproduce: str = "", forge: "Forge | None" = None, store: BaseStore | None = None, *,
                config: ConfigArg = None, observed_since: SinceArg = None, caches: Caches | None = None,
-               on_detected: OnDetected = None, only: Selection | None = None, tools: Tools = DEFAULT_TOOLS) -> Outcome:
+               on_detected: OnDetected = None, only: Selection | None = None, tools: Tools = DEFAULT_TOOLS,
+               budget: PushBudget = PushBudget()) -> Outcome:
     """Detect and write back as ``mode`` says: ``commit`` (``sync_commit``), ``pr`` (``sync_pr``),
     or ``dry-run`` (``dry_run``: what they would do, nothing written). ``caches``: what the
     installation remembers between passes (the sidecar's, kept across them; None: nothing);
     ``on_detected``: told what was found before the first write (never in a dry run); ``tools``:
-    the programs the installation's source runs (``--kustomize``).
+    the programs the installation's source runs (``--kustomize``); ``budget``: how long commit
+    mode retries pushes that lost the race (``--push-attempts``, ``--push-budget``).
 
     ``where`` is syncer's own clone (a ``Workspace``), or for a dry run a checkout (a ``Path``)
     taken as it is; a dry run in a clone first resets it to the remote base branch.
@@ -385,7 +382,7 @@ def deliver(mode: Mode, where: Workspace | Path, installation: str, source: Live
         raise TypeError(f"--mode {mode.value} writes in syncer's own clone, not in a checkout ({where})")
     if mode is Mode.COMMIT:
         return sync_commit(where, installation, source, now, store, config=config, observed_since=observed_since,
-                           caches=caches, on_detected=on_detected, only=only, tools=tools)
+                           caches=caches, on_detected=on_detected, only=only, tools=tools, budget=budget)
     if only is not None:  # the one PR speaks for the whole installation
         raise ConfigError(f"{only.describe()}: --mode pr keeps one pull request for the whole installation, which a "
                           "selection would shrink or close; use --mode commit or --mode dry-run")
