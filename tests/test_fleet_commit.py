@@ -36,7 +36,8 @@ from syncer.gitrepo import Workspace
 from syncer.sidecar.app import Sidecar
 from syncer.sidecar.schedule import Schedule, Timing
 from syncer.writeback.deliver import Mode, sync_commit
-from syncer.writeback.landing import KeptMoving, PushBudget, race_backoff
+from syncer.errors import GitError
+from syncer.writeback.landing import MAX_DROPPED_IN_A_ROW, KeptMoving, PushBudget, race_backoff
 
 #: The origin's pre-receive hook: moves ``main`` with a commit of its own (as another pusher
 #: would), outside the quarantine so the ref update is real, while ``race-mode`` says so.
@@ -230,6 +231,60 @@ def test_the_time_budget_ends_the_retries(served: tuple[str, Path], tmp_path: Pa
                     budget=PushBudget(attempts=100, seconds=50), clock=lambda: float(next(ticks)))
     assert raised.value.pushes == 3 and raised.value.transient
     assert "main kept moving: 3 pushes lost the race to other pushes in 60 s" in raised.value.message
+
+
+#: A hook that kills the ``git receive-pack`` serving the push (its parent), the way an overloaded
+#: server drops a connection: once per line of ``drop-<hook>`` in the origin. As ``pre-receive``
+#: nothing was updated; as ``reference-transaction`` in its ``committed`` state ``main`` already moved
+#: to syncer's commit, and the answer is lost (git push: "the remote end hung up unexpectedly").
+DROP = r'''#!{python}
+import os, signal, sys
+from pathlib import Path
+
+sys.stdin.read()
+marks = Path.cwd() / "drop-{hook}"
+if {state!r} and sys.argv[1:2] != [{state!r}]:
+    sys.exit(0)
+left = marks.read_text().split() if marks.exists() else []
+if left:
+    marks.write_text(" ".join(left[1:]))
+    os.kill(os.getppid(), signal.SIGKILL)
+'''
+
+
+@pytest.mark.parametrize("hook, state", [("pre-receive", ""), ("reference-transaction", "committed")])
+def test_a_dropped_connection_is_a_lost_race_and_the_commit_lands_once(
+        served: tuple[str, Path], tmp_path: Path, hook: str, state: str) -> None:
+    url, bare = served
+    path = bare / "hooks" / hook
+    path.write_text(DROP.format(python=sys.executable, hook=hook, state=state))
+    path.chmod(0o755)
+    (bare / f"drop-{hook}").write_text("1")
+    before = history(bare)[0][0]
+    ws = Workspace.open_or_clone(url, "main", tmp_path / "clone")
+    out = sync_commit(ws, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW, sleep=lambda _: None)
+
+    assert (bare / f"drop-{hook}").read_text() == ""  # the connection was dropped, for real
+    log = history(bare)
+    assert out.pushed and log[0][0] == out.commit and log[0][1] == [before]
+    assert sum(1 for _, _, a, _ in log if a == "syncer") == 1  # landed once: never pushed twice
+    assert ws.head() == out.commit
+    assert 'MAC_ADDRS: "192.168.68.75 100.115.97.90"' in git(bare, "show", "main:hosts/asgard/ollama-endpoint-manager.yaml")
+
+
+def test_a_remote_that_keeps_dropping_is_raised_not_retried_for_ever(served: tuple[str, Path],
+                                                                      tmp_path: Path) -> None:
+    url, bare = served
+    path = bare / "hooks" / "pre-receive"
+    path.write_text(DROP.format(python=sys.executable, hook="pre-receive", state=""))
+    path.chmod(0o755)
+    (bare / "drop-pre-receive").write_text("x " * 50)
+    ws = Workspace.open_or_clone(url, "main", tmp_path / "clone")
+    with pytest.raises(GitError) as raised:
+        sync_commit(ws, "asgard", SnapshotSource([EXAMPLE_LIVE], "ai"), NOW, sleep=lambda _: None)
+    assert not isinstance(raised.value, KeptMoving) and "git push failed" in raised.value.message
+    assert len((bare / "drop-pre-receive").read_text().split()) == 50 - 1 - MAX_DROPPED_IN_A_ROW
+    assert not [c for c, _, a, _ in history(bare) if a == "syncer"]
 
 
 def test_in_the_sidecar_a_lost_race_is_retry_later_not_an_error(

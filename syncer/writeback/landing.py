@@ -40,6 +40,10 @@ __all__ = ["MAX_SIDECAR_PUSH_BUDGET", "Edits", "KeptMoving", "Landed", "PushBudg
 #: spreads a burst of ~50 contenders (each needing ~0.3 s of the branch) thinly enough that most
 #: attempts win, while a lone loser retries within a fraction of a second.
 RACE_BACKOFF_FIRST, RACE_BACKOFF_CAP = 0.2, 10.0
+#: A push or fetch whose connection dropped (a remote overloaded by a fleet's connections resets
+#: some: "Connection reset by peer", "the remote end hung up") counts as a lost race, up to this
+#: many in a row; the next one is raised as it is: a remote that keeps dropping is down, not busy.
+MAX_DROPPED_IN_A_ROW = 5
 
 
 def race_backoff(attempt: int, rand: Callable[[], float] = random.random) -> float:
@@ -121,22 +125,40 @@ def replay(ws: Workspace, commit: str, onto: str, message: str) -> str:
     return ws.git("commit-tree", tree, "-p", onto, "-F", str(msg))
 
 
+def _contains(ws: Workspace, ref: str, commit: str) -> bool:
+    """Whether ``commit`` is in ``ref``'s history (a push whose answer was lost had landed)."""
+    try:
+        ws.git("merge-base", "--is-ancestor", commit, ref)
+    except GitError:
+        return False
+    return True
+
+
 def land(ws: Workspace, installation: str, edits: Edits, detect: Callable[[], Edits | None], budget: PushBudget, *,
          notes: list[str], sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
          rand: Callable[[], float] = random.random) -> Landed | None:
     """Commit ``edits`` on the clone's base (as ``detect`` left it) and push until it lands or
     ``budget`` runs out (``KeptMoving``). ``detect`` resets the clone to the remote base and
     detects anew, giving the new edits (None: nothing to commit any more, say a person copied the
-    value back themselves: then this returns None). A refused push is raised as it is. Once
+    value back themselves: then this returns None). A refused push is raised as it is; a push or
+    fetch whose connection dropped is one more lost race (``MAX_DROPPED_IN_A_ROW``). Once
     landed, the clone holds the landed commit."""
     started = clock()
     base = ws.head()  # what ``edits`` were computed against
     write_changes(ws.path, edits.changes)
     commit = ws.commit([c.file for c in edits.changes], edits.message)
-    pushes = reapplied = redetected = 0
+    pushes = reapplied = redetected = dropped = 0
     while True:
         pushes += 1
-        if ws.push_base(commit):
+        try:
+            landed = ws.push_base(commit)
+            dropped = 0  # the server answered: landed, or a race lost
+        except GitError as exc:
+            if not exc.transient or dropped >= MAX_DROPPED_IN_A_ROW:
+                raise
+            dropped += 1  # the push may or may not have landed: the fetch below tells
+            landed = False
+        if landed:
             if reapplied:  # the clone's files and branch as the landed commit has them
                 ws.reset_to(commit)
             return Landed(commit, pushes, clock() - started, reapplied, redetected)
@@ -144,7 +166,16 @@ def land(ws: Workspace, installation: str, edits: Edits, detect: Callable[[], Ed
         if pushes >= budget.attempts or elapsed >= budget.seconds:
             raise KeptMoving(ws.base, pushes, elapsed)
         sleep(min(race_backoff(pushes, rand), max(0.0, budget.seconds - elapsed)))
-        new = ws.fetch_base(racing=True)
+        try:
+            new = ws.fetch_base(racing=True)
+        except GitError as exc:
+            if not exc.transient or dropped >= MAX_DROPPED_IN_A_ROW:
+                raise
+            dropped += 1
+            continue  # push again: a lost race is told by the push itself
+        if dropped and _contains(ws, new, commit):  # a dropped connection after the push was taken
+            ws.reset_to(commit)
+            return Landed(commit, pushes, clock() - started, reapplied, redetected)
         stale = touched(ws.changed_paths(base, new), installation, edits)
         if not stale:
             try:
