@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import re
 import subprocess
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 
 from syncer import USER_AGENT
+from syncer.backoff import full_jitter
 from syncer.secrets import masking
 from syncer.errors import GitError
 from syncer.gitoutcome import PushOutcome, Pushed, push_outcome, remote_failure
@@ -208,6 +211,19 @@ def remote_default_branch(remote: str, identity: Identity = Identity()) -> str:
                    "say): give --base-branch", transient=False)
 
 
+#: How many times a read from the remote is tried when its connection dropped (``dropped``).
+NETWORK_TRIES = 3
+_DROPPED = ("connection reset by peer", "the remote end hung up unexpectedly", "early eof", "broken pipe",
+            "protocol error: bad pack header",  # the stream cut before the pack began
+            "unexpected disconnect")
+
+
+def dropped(message: str) -> bool:
+    """Whether git's message says the connection was cut mid-way (not refused, not denied)."""
+    low = message.lower()
+    return any(d in low for d in _DROPPED)
+
+
 def _transient(stderr: str) -> bool:
     s = stderr.lower()
     permanent = ("authentication failed", "permission denied", "could not read username", "403", "401",
@@ -226,8 +242,18 @@ class Workspace:
         self.synced: str | None = None  # HEAD as the last sync_to_base left it
 
     def git(self, *args: str, network: bool = False) -> str:
-        return run_git(list(args), self.path, self.identity, NETWORK_TIMEOUT if network else LOCAL_TIMEOUT,
-                       remote=self.remote)
+        """Run git in the clone. A read from the remote (``network``: fetch, ls-remote) whose
+        connection dropped -- a server taking a fleet's connections at once resets some -- is
+        tried again, up to ``NETWORK_TRIES`` in all after jittered pauses: reading twice is harmless."""
+        timeout = NETWORK_TIMEOUT if network else LOCAL_TIMEOUT
+        for attempt in range(1, NETWORK_TRIES + 1):
+            try:
+                return run_git(list(args), self.path, self.identity, timeout, remote=self.remote)
+            except GitError as exc:
+                if not network or attempt == NETWORK_TRIES or not dropped(exc.message):
+                    raise
+                time.sleep(full_jitter(attempt, 0.5, 4.0, random.random))
+        raise AssertionError("unreachable")  # the last attempt returned or raised
 
     def push(self, target: str, *options: str, rev: str = "HEAD") -> PushOutcome:
         """Push ``rev`` (HEAD) to branch ``target`` of origin (``options``: a lease), as git told

@@ -375,3 +375,70 @@ def test_the_sidecar_retries_a_lost_race_after_jittered_growing_delays() -> None
     draws = iter([0.1, 0.9])
     spread = Schedule(Timing(retry_base=5.0), t0, rand=lambda: next(draws))
     assert spread.retry_later(t0) == pytest.approx(0.5) and spread.retry_later(t0) == pytest.approx(9.0)
+
+
+#: git's ``uploadpack.packObjectsHook`` (read from the daemon's own global config only): kills the
+#: ``git upload-pack`` serving a fetch (its parent) once per word of ``drop-fetch``, the way an
+#: overloaded server resets a connection mid-fetch; otherwise runs pack-objects as asked.
+PACK_HOOK = r'''#!{python}
+import os, signal, sys
+from pathlib import Path
+
+marks = Path({marks!r})
+left = marks.read_text().split() if marks.exists() else []
+if left:
+    marks.write_text(" ".join(left[1:]))
+    os.kill(os.getppid(), signal.SIGKILL)
+    sys.exit(1)
+os.execvp(sys.argv[1], sys.argv[1:])
+'''
+
+
+def test_a_fetch_whose_connection_dropped_is_tried_again(asgard_repo: Path, tmp_path: Path) -> None:
+    bare = asgard_repo.parent / "origin.git"
+    home = tmp_path / "daemon-home"
+    home.mkdir()
+    marks = tmp_path / "drop-fetch"
+    hook = tmp_path / "pack-hook"
+    hook.write_text(PACK_HOOK.format(python=sys.executable, marks=str(marks)))
+    hook.chmod(0o755)
+    (home / ".gitconfig").write_text(f"[uploadpack]\n\tpackObjectsHook = {hook}\n")
+    port = free_port()
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--listen=127.0.0.1", f"--port={port}",
+                             f"--base-path={bare.parent}", str(bare.parent)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"git://127.0.0.1:{port}/origin.git"
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        ws = Workspace.open_or_clone(url, "main", tmp_path / "clone")
+        # someone else's commit on the origin: the next fetch has objects to send
+        other = tmp_path / "other"
+        git(tmp_path, "clone", "-q", str(bare), str(other))
+        (other / "notes.txt").write_text("a person's note\n")
+        git(other, "add", "notes.txt")
+        git(other, "commit", "-qm", "a note")
+        git(other, "push", "-q", "origin", "main")
+        marks.write_text("1")
+
+        ref = ws.fetch_base()
+
+        assert marks.read_text() == ""  # the first fetch's connection was cut, for real
+        assert ws.git("rev-parse", ref) == git(bare, "rev-parse", "main")
+        marks.write_text("1 2 3")  # every try cut: the last one's error is raised, said as git said it
+        (other / "notes.txt").write_text("another note\n")
+        git(other, "commit", "-qam", "another")
+        git(other, "push", "-q", "origin", "main")
+        with pytest.raises(GitError) as raised:
+            ws.fetch_base()
+        assert marks.read_text() == "" and "git fetch failed" in raised.value.message
+    finally:
+        proc.terminate()
+        proc.wait(10)
