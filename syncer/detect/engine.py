@@ -13,7 +13,7 @@ the objects that asked, with the answers (``gather.detect_live`` asks git in bet
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -151,12 +151,16 @@ class _Compared:
     fields: Mapping[Path, datetime] | None = None  # a field the server did not store was noted: never remembered in sync
 
 
-def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidence,
-             binding: Binding | None, observed_since: datetime | None, note: str,
+def _compare(obj: GitObject, live: JSON, config: Config, evidence_of: Callable[[], tuple[bases.Evidence, str]],
+             binding: Binding | None, observed_since: datetime | None,
              caches: Caches, memo: bool, unstored: list[str]) -> _Compared | None:
     """One object's differences (None: none); ``memo``: remember them by identity in ``caches``
     (where the judgements of texts are remembered in any case). The fields git declares that the
-    server did not store are not differences: one note each into ``unstored``."""
+    server did not store are not differences: one note each into ``unstored``.
+
+    ``evidence_of`` gives the bases and their note, asked only when there are differences: an
+    object in sync needs no base, and its parsed last-applied annotation, held for every
+    tracked object, would be a copy of each object's declared content."""
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name, live.get("metadata"))
     git = normalize(obj.data)
@@ -182,6 +186,7 @@ def _compare(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidenc
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
         return None
+    evidence, note = evidence_of()
     evidence = replace(evidence, snapshots=[(n, align(ref.kind, b, git, live_n())) for n, b in evidence.snapshots])
     moved: list[FieldDiff] = []
     if binding is not None:
@@ -390,10 +395,11 @@ class Detection:
             check_shape(live)
             binding = family.binding(obj, live, config, inputs.live, manifests, self.cache) if in_family else None
             since = inputs.observed_since.get(ref)
-            evidence, note = _evidence(obj, live, self.appliers, inputs, self.caches, self._answers, asked)
+            record_of(inputs, ref)  # a record that could not be read fails the object, in sync or not
             unstored: list[str] = []
-            compared = _compare(obj, live, config, evidence, binding, since, note, self.caches, memo,
-                                unstored)
+            compared = _compare(obj, live, config,
+                                lambda: _evidence(obj, live, self.appliers, inputs, self.caches, self._answers, asked),
+                                binding, since, self.caches, memo, unstored)
             if compared is not None:
                 compared = replace(compared, fields=field_times(inputs.observed_since, ref))
         except (ClusterError, ConfigError) as exc:

@@ -1,0 +1,126 @@
+"""The compact form of a live object: what the watch cache keeps of each object it tracks.
+
+A sidecar holds every tracked object for as long as it runs; decoded JSON costs several times
+its text (a dict per map, a string per key and per value), and at tens of thousands of objects
+that is most of the process. The compact form keeps what detection reads, in fewer bytes:
+
+* **dropped**: ``status`` and the metadata no reader of the cache uses (``creationTimestamp``,
+  ``selfLink``). Normalization drops them before any comparison (``detect.normalize``), the
+  watch reads resourceVersion from the event itself, and untracked objects are listed from the
+  API server, never read from here. Change detection is not affected: the cache hashes the
+  object as it arrived, before compacting (``livecache._digest``).
+* **shared**: every map key and every short string value is one interned string for the whole
+  process (``ConfigMap``, ``v1``, ``LOG_LEVEL``, a namespace, a manager's name, a time many
+  objects were written at); equal managedFields ``fieldsV1`` trees are one tree, equal entries
+  one entry, and equal lists of entries one list. Objects written by the same tools carry the
+  same trees, which are the largest part of an object as the API server sends it.
+* **kept as they are**: every other field, the annotations (the last-applied configuration is a
+  base for direction, ``detect.bases``; ``detect.gitops`` reads the GitOps tracking ones),
+  every managedFields entry (manager, operation, time: provenance and ownership),
+  resourceVersion, uid, generation.
+
+Nothing here depends on what git declares: git may start declaring a field at any pull, and an
+object compacted down to git's old fields would then read as lacking it until re-listed.
+
+The compact object is read-only: its strings and subtrees are shared with other objects
+(``LiveCache.immutable``). ``Shared`` holds the tables; one per cache, guarded by its lock.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["DROPPED", "DROPPED_METADATA", "SHORT", "Shared", "compact"]
+
+#: Top-level fields no reader of the watch cache uses.
+DROPPED = frozenset({"status"})
+#: Metadata fields no reader of the watch cache uses (normalization drops them too).
+DROPPED_METADATA = frozenset({"creationTimestamp", "selfLink"})
+#: String values up to this many characters are interned: names, versions, small settings and
+#: times repeat across objects; longer values (addresses lists, embedded files) rarely do.
+SHORT = 40
+#: Distinct managedFields trees, entries and entry lists kept for sharing (a table that fills
+#: is emptied: the objects keep what they share, later ones share anew).
+MAX_SHARED = 4096
+
+
+class Shared:
+    """The tables of one cache's shared managedFields parts, by content."""
+
+    def __init__(self, limit: int = MAX_SHARED) -> None:
+        self.limit = limit
+        self.trees: dict[Any, Any] = {}
+        self.entries: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self.lists: dict[tuple[int, ...], list[Any]] = {}
+
+    def held(self, table: dict[Any, Any], key: Any, value: Any) -> Any:
+        found = table.get(key)
+        if found is None:
+            if len(table) >= self.limit:
+                table.clear()
+            table[key] = found = value
+        return found
+
+
+def _words(value: Any) -> Any:
+    """``value`` with its keys and short strings interned (maps and lists rebuilt, once)."""
+    if isinstance(value, dict):
+        return {sys.intern(k) if type(k) is str else k: _words(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_words(v) for v in value]
+    if type(value) is str and len(value) <= SHORT:
+        return sys.intern(value)
+    return value
+
+
+def _tree_key(tree: Any) -> Any:
+    """A hashable key equal for equal fieldsV1 trees (maps of maps; leaves ``{}``)."""
+    if isinstance(tree, dict):
+        return tuple((k, _tree_key(v)) for k, v in tree.items())
+    if isinstance(tree, list):
+        return ("[]", tuple(_tree_key(v) for v in tree))
+    return tree
+
+
+def _entries(entries: list[Any], shared: Shared) -> list[Any]:
+    out: list[Any] = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            out.append(entry)
+            continue
+        entry = _words(entry)
+        tree = entry.get("fieldsV1")
+        if isinstance(tree, dict) and tree:
+            entry["fieldsV1"] = shared.held(shared.trees, _tree_key(tree), tree)
+        try:
+            key = tuple((k, id(v) if k == "fieldsV1" else v) for k, v in entry.items())
+            hash(key)
+        except TypeError:  # a value that is no scalar (a hostile server's entry): kept alone
+            out.append(entry)
+            continue
+        out.append(shared.held(shared.entries, key, entry))
+    held: list[Any] = shared.held(shared.lists, tuple(map(id, out)), out)
+    return held
+
+
+def compact(obj: dict[str, Any], shared: Shared) -> dict[str, Any]:
+    """The compact form of ``obj`` (a live object as decoded); ``obj`` itself is not changed."""
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key in DROPPED:
+            continue
+        if key == "metadata" and isinstance(value, dict):
+            meta: dict[str, Any] = {}
+            for mkey, mvalue in value.items():
+                if mkey in DROPPED_METADATA:
+                    continue
+                if mkey == "managedFields" and isinstance(mvalue, list):
+                    meta["managedFields"] = _entries(mvalue, shared)
+                else:
+                    meta[sys.intern(mkey)] = _words(mvalue)
+            value = meta
+        else:
+            value = _words(value)
+        out[sys.intern(key) if type(key) is str else key] = value
+    return out
