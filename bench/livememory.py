@@ -72,6 +72,7 @@ def child(n: int, trace: bool, top: int, code: str | None = None) -> dict[str, A
         tracemalloc.start(1)
     from bench.common import git, git_env
     from bench.kubediff import write_installation
+    from syncer.cache import Caches
     from syncer.gitrepo import Workspace
     from syncer.sidecar.kindwatch import Collection, KindWatcher
     from syncer.sidecar.livecache import LiveCache
@@ -80,7 +81,7 @@ def child(n: int, trace: bool, top: int, code: str | None = None) -> dict[str, A
     from syncer.sidecar.schedule import Timing
     from syncer.sidecar.server import Health
     from syncer.model import ObjectRef
-    from syncer.writeback.deliver import Mode
+    from syncer.writeback.deliver import Mode, load_installation
 
     with tempfile.TemporaryDirectory(prefix="syncer-livemem-") as tmp:
         root = Path(tmp)
@@ -95,8 +96,13 @@ def child(n: int, trace: bool, top: int, code: str | None = None) -> dict[str, A
         ws = Workspace.open_or_clone(str(bare), "main", root / "clone", installation="scale")
         files, n_cm, n_ep = counts
         declared = {"ConfigMap": [f"app-{i:05}" for i in range(n_cm)], "Endpoints": [f"backend-{i:05}" for i in range(n_ep)]}
+        caches = Caches()  # one for the start-up load and the loop, as the sidecar has (sidecar/app.py)
+        loaded = load_installation(ws.path, "scale", caches=caches)
         base_rss = _vm("VmRSS")
         cache = LiveCache("bench")
+        if hasattr(cache, "declare"):  # what the watch cache may share of git's objects
+            cache.declare(loaded.manifests.objects)
+        del loaded
         t0 = time.perf_counter()
         for kind, names in declared.items():
             refs = [ObjectRef("v1", kind, "scale", name) for name in names]
@@ -105,15 +111,20 @@ def child(n: int, trace: bool, top: int, code: str | None = None) -> dict[str, A
         del declared, refs
         filled = time.perf_counter() - t0
         loop = Loop(LoopSettings("scale", Mode.DRY_RUN, "scale", timing=Timing(debounce=0.0)), ws, cache,
-                    metrics=Metrics("scale"), health=Health(cache, tick=5.0, resync=600.0), is_leader=lambda: False)
+                    metrics=Metrics("scale"), health=Health(cache, tick=5.0, resync=600.0), is_leader=lambda: False,
+                    caches=caches)
         t1 = time.perf_counter()
         for _ in range(2):
             report = loop.run_pass("bench")
             assert report.error is None, report.error
         passes = (time.perf_counter() - t1) / 2
+        result = loop.last.outcome.result if loop.last and loop.last.outcome else None
+        checked = len(result.checked) if result else -1
+        drifts = len(result.drifts) if result else -1
         out: dict[str, Any] = {"n": n, "objects": len(cache.refs()), "rss_mib": _vm("VmRSS") / 1024,
                                "hwm_mib": _vm("VmHWM") / 1024, "rss_before_mib": base_rss / 1024,
-                               "fill_s": filled, "pass_s": passes}
+                               "fill_s": filled, "pass_s": passes,
+                               "checked": checked, "drifts": drifts}
         if trace:
             snap = tracemalloc.take_snapshot()
             total = sum(s.size for s in snap.statistics("filename"))
@@ -151,7 +162,8 @@ def main(argv: list[str]) -> int:
     per = (out["rss_mib"] - out["rss_before_mib"]) * 1024 / max(out["objects"], 1)
     print(f"{out['objects']:,} objects: RSS {out['rss_mib']:.0f} MiB (VmHWM {out['hwm_mib']:.0f}; "
           f"{out['rss_before_mib']:.0f} before filling the cache: {per:.1f} KiB an object); "
-          f"fill {out['fill_s']:.1f} s, a pass {out['pass_s']:.2f} s")
+          f"fill {out['fill_s']:.1f} s, a pass {out['pass_s']:.2f} s; {out['checked']:,} checked, "
+          f"{out['drifts']} drifts")
     if "traced_mib" in out:
         print(f"traced {out['traced_mib']:.1f} MiB; the largest allocation sites:")
         for where, mib in out["top"]:

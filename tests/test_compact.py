@@ -134,3 +134,34 @@ def test_the_cache_keeps_the_compact_form_and_sees_the_edit_and_its_manager() ->
     assert "kubectl-edit" in cache.changed_by(ref)
     changed = cache.observed_since().fields[ref]
     assert ("data", "MAC_ADDRS") in changed or ("data", "M1_ADDRS") in changed
+
+
+def test_a_field_the_same_in_git_is_held_as_git_s_own_and_only_then() -> None:
+    live = json.loads((OBSERVED / "configmap-after-apply.json").read_text())
+    git = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": live["metadata"]["name"], "labels": dict(live["metadata"].get("labels") or {})},
+           "data": dict(reversed(list(live["data"].items())))}  # git's key order is its author's
+    small = compact(live, Shared(), git)
+    assert small["data"] is git["data"] and small["data"] == live["data"]
+    if git["metadata"]["labels"]:
+        assert small["metadata"]["labels"] is git["metadata"]["labels"]
+    # a value of another type or content is the live one: 1 is not True, "80" is not 80
+    for changed in (True, 1, 1.0, "1"):
+        other = {**git, "data": {**git["data"], "PORT": changed}}
+        held = compact({**live, "data": {**live["data"], "PORT": 1}}, Shared(), other)
+        assert (held["data"] is other["data"]) == (type(changed) is int)
+        assert held["data"]["PORT"] == 1 and type(held["data"]["PORT"]) is int
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_detection_equals_when_the_compact_form_shares_git_s_fields(name: str, tmp_path: Path) -> None:
+    case = PAIRS / name
+    shutil.copytree(case / "hosts", tmp_path / "hosts")
+    loaded = load_installation(tmp_path, "t")
+    full = _detect(tmp_path, _live_file(case), SnapshotSource)
+    source = SnapshotSource([_live_file(case)], loaded.config.namespace or "default")
+    shared = Shared()
+    declared = {ref: obj.data for ref, obj in loaded.manifests.objects.items()}
+    source.objects = {ref: compact(obj, shared, declared.get(ref)) for ref, obj in source.objects.items()}
+    source._cluster = {key: compact(obj, shared) for key, obj in source._cluster.items()}
+    assert detect_live(loaded.config, loaded.manifests, source, NOW) == full

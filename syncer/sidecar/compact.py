@@ -14,13 +14,17 @@ that is most of the process. The compact form keeps what detection reads, in few
   objects were written at); equal managedFields ``fieldsV1`` trees are one tree, equal entries
   one entry, and equal lists of entries one list. Objects written by the same tools carry the
   same trees, which are the largest part of an object as the API server sends it.
+* **git's own**: a top-level field (``data``, ``spec``, ``subsets``, ...) or the labels that
+  are the same value live as in git (an object in sync) are held as git's parsed subtree, which
+  the sidecar holds anyway.
 * **kept as they are**: every other field, the annotations (the last-applied configuration is a
   base for direction, ``detect.bases``; ``detect.gitops`` reads the GitOps tracking ones),
   every managedFields entry (manager, operation, time: provenance and ownership),
   resourceVersion, uid, generation.
 
-Nothing here depends on what git declares: git may start declaring a field at any pull, and an
-object compacted down to git's old fields would then read as lacking it until re-listed.
+Nothing is dropped for not being declared in git: git may start declaring a field at any pull,
+and an object compacted down to git's old fields would then read as lacking it until re-listed.
+Sharing git's subtrees loses nothing: they are shared only where equal.
 
 The compact object is read-only: its strings and subtrees are shared with other objects
 (``LiveCache.immutable``). ``Shared`` holds the tables; one per cache, guarded by its lock.
@@ -31,7 +35,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["DROPPED", "DROPPED_METADATA", "SHORT", "Shared", "compact"]
+__all__ = ["DROPPED", "DROPPED_METADATA", "SHORT", "Shared", "compact", "same"]
 
 #: Top-level fields no reader of the watch cache uses.
 DROPPED = frozenset({"status"})
@@ -104,8 +108,36 @@ def _entries(entries: list[Any], shared: Shared) -> list[Any]:
     return held
 
 
-def compact(obj: dict[str, Any], shared: Shared) -> dict[str, Any]:
-    """The compact form of ``obj`` (a live object as decoded); ``obj`` itself is not changed."""
+def same(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same JSON value, types included (``1`` is not ``True`` nor ``1.0``:
+    a comparison tells them apart). The order of a map's keys does not count: the API server
+    writes them in an order of its own (Go's, sorted), which says nothing."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return len(a) == len(b) and all(k in b and same(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(map(same, a, b))
+    return bool(a == b)
+
+
+def _part(value: Any, declared: Any) -> Any:
+    """A live subtree, as git's own subtree where the two are the same value (in sync: the
+    usual case), else with its words interned."""
+    if declared is not None and same(value, declared):
+        return declared
+    return _words(value)
+
+
+def compact(obj: dict[str, Any], shared: Shared, declared: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The compact form of ``obj`` (a live object as decoded); ``obj`` itself is not changed.
+
+    ``declared``: the object as git declares it, when known. A top-level field (or the labels)
+    that is the same value in git is held as git's subtree itself, no copy: the content is the
+    same whatever git declares later (git's parsed objects are read-only too)."""
+    git: dict[str, Any] = declared if isinstance(declared, dict) else {}
+    found = git.get("metadata")
+    git_meta: dict[str, Any] = found if isinstance(found, dict) else {}
     out: dict[str, Any] = {}
     for key, value in obj.items():
         if key in DROPPED:
@@ -118,9 +150,9 @@ def compact(obj: dict[str, Any], shared: Shared) -> dict[str, Any]:
                 if mkey == "managedFields" and isinstance(mvalue, list):
                     meta["managedFields"] = _entries(mvalue, shared)
                 else:
-                    meta[sys.intern(mkey)] = _words(mvalue)
+                    meta[sys.intern(mkey)] = _part(mvalue, git_meta.get(mkey) if mkey == "labels" else None)
             value = meta
         else:
-            value = _words(value)
+            value = _part(value, git.get(key) if key not in ("apiVersion", "kind") else None)
         out[sys.intern(key) if type(key) is str else key] = value
     return out

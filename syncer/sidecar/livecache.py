@@ -21,10 +21,10 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from syncer.errors import ClusterError
 from syncer.kube import Refused
@@ -37,6 +37,13 @@ from syncer.sidecar.compact import Shared, compact
 
 if TYPE_CHECKING:
     from syncer.gather.live import Lister
+
+
+class Declared(Protocol):
+    """An object as git declares it (``sources.manifests.GitObject``)."""
+
+    @property
+    def data(self) -> dict[str, Any]: ...
 
 
 @dataclass(slots=True)
@@ -102,6 +109,7 @@ class LiveCache(LiveSource):
         self._lock = threading.Lock()
         self._entries: dict[ObjectRef, _Entry] = {}
         self._shared = Shared()  # what compact objects share (syncer/sidecar/compact.py)
+        self._declared: Mapping[ObjectRef, Declared] = {}  # git's objects (``declare``)
         self.version = 0  # bumps on every change of compared content (or of a permanent error)
         self._forgotten = 0  # bumps when an entry goes: with version, what observed_since depends on
         self._since: tuple[tuple[int, int], Observed] | None = None
@@ -128,11 +136,24 @@ class LiveCache(LiveSource):
             if self._entries.pop(ref, None) is not None:
                 self._forgotten += 1
 
+    def declare(self, objects: Mapping[ObjectRef, Declared]) -> None:
+        """The objects as git declares them (the sidecar's latest load): what ``compact`` shares."""
+        self._declared = objects
+
     def compact(self, obj: dict[str, Any]) -> dict[str, Any]:
         """``obj`` in the form the cache keeps (``compact``): for a list to hold its page's
         objects that way, and ``put`` them with ``compacted``."""
+        meta = obj.get("metadata")
+        declared = None
+        if isinstance(meta, dict) and self._declared:
+            try:
+                found = self._declared.get(ObjectRef(str(obj.get("apiVersion")), str(obj.get("kind")),
+                                                     str(meta.get("namespace") or ""), str(meta.get("name"))))
+            except TypeError:
+                found = None
+            declared = found.data if found is not None else None
         with self._lock:
-            return compact(obj, self._shared)
+            return compact(obj, self._shared, declared)
 
     def put(self, ref: ObjectRef, obj: dict[str, Any] | None, *, compacted: bool = False) -> bool:
         """The object as listed or watched (``None``: it does not exist; ``compacted``: made by

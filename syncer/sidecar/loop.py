@@ -235,6 +235,7 @@ class Loop:
                 # What was just committed now agrees with the cluster: re-check at once so the
                 # record (the base for the next change) does not wait for the next resync.
                 self.schedule.again("recheck")
+        self.cache.declare(loaded.manifests.objects)  # what the watch cache shares of git's objects
         self.on_refs(tracked_refs(loaded, self.caches))
 
     def _log_outcome(self, report: PassReport, out: Outcome) -> None:
