@@ -35,7 +35,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["DROPPED", "DROPPED_METADATA", "SHORT", "Shared", "compact", "same"]
+__all__ = ["DROPPED", "DROPPED_METADATA", "SHORT", "Shared", "compact", "same", "words"]
 
 #: Top-level fields no reader of the watch cache uses.
 DROPPED = frozenset({"status"})
@@ -67,12 +67,12 @@ class Shared:
         return found
 
 
-def _words(value: Any) -> Any:
+def words(value: Any) -> Any:
     """``value`` with its keys and short strings interned (maps and lists rebuilt, once)."""
     if isinstance(value, dict):
-        return {sys.intern(k) if type(k) is str else k: _words(v) for k, v in value.items()}
+        return {sys.intern(k) if type(k) is str else k: words(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_words(v) for v in value]
+        return [words(v) for v in value]
     if type(value) is str and len(value) <= SHORT:
         return sys.intern(value)
     return value
@@ -93,7 +93,7 @@ def _entries(entries: list[Any], shared: Shared) -> list[Any]:
         if not isinstance(entry, dict):
             out.append(entry)
             continue
-        entry = _words(entry)
+        entry = words(entry)
         tree = entry.get("fieldsV1")
         if isinstance(tree, dict) and tree:
             entry["fieldsV1"] = shared.held(shared.trees, _tree_key(tree), tree)
@@ -126,7 +126,7 @@ def _part(value: Any, declared: Any) -> Any:
     usual case), else with its words interned."""
     if declared is not None and same(value, declared):
         return declared
-    return _words(value)
+    return words(value)
 
 
 def compact(obj: dict[str, Any], shared: Shared, declared: dict[str, Any] | None = None) -> dict[str, Any]:

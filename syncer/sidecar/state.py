@@ -63,6 +63,7 @@ from syncer.kube import Conflict, Kube
 from syncer.logs import event
 from syncer.model import JSON, Drift, ObjectRef, Path
 from syncer.detect.normalize import get_path
+from syncer.sidecar.compact import words
 
 log = logging.getLogger("syncer.state")
 
@@ -236,7 +237,8 @@ class ConfigMapStore:
                 heads = parsed.pop(PUSHED, None)
                 if isinstance(heads, list):
                     pushed = [h for h in heads if isinstance(h, str)][-MAX_PUSHED:]
-                records = {str(k): v for k, v in parsed.items() if isinstance(v, dict)}
+                # held until the next write: one record per object, its words shared (``words``)
+                records = {str(k): words(v) for k, v in parsed.items() if isinstance(v, dict)}
                 if isinstance(found, dict):
                     proposed = {str(k): {str(p): list(vs) for p, vs in v.items()
                                          if isinstance(vs, list) and _is_path_key(p)}
