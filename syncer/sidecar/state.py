@@ -63,6 +63,7 @@ from syncer.kube import Conflict, Kube
 from syncer.logs import event
 from syncer.model import JSON, Drift, ObjectRef, Path
 from syncer.detect.normalize import get_path
+from syncer.sidecar import recordtext
 from syncer.sidecar.compact import words
 
 log = logging.getLogger("syncer.state")
@@ -323,12 +324,12 @@ class ConfigMapStore:
             doc[PROPOSED] = proposed
         if pushed is not None:
             doc[PUSHED] = pushed
-        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        text, packed = recordtext.encode(doc, COMPRESS_OVER)  # never the whole JSON at once
         data = {k: v for k, v in ((cm or {}).get("data") or {}).items() if k != self.key}
         binary = {k: v for k, v in ((cm or {}).get("binaryData") or {}).items() if k != self.packed_key}
-        if len(text) > COMPRESS_OVER:
-            binary[self.packed_key] = pack(text)
-            raw = "gz:" + binary[self.packed_key]
+        if packed:
+            binary[self.packed_key] = text
+            raw = "gz:" + text
         else:
             data[self.key] = raw = text
         size = _configmap_bytes(data, binary)
