@@ -9,7 +9,7 @@ to JSON and decoded again a page of 500 at a time, read by the watch's own list
 Measured in a fresh interpreter per run: RSS (VmRSS) after the passes, and, with ``--trace``,
 tracemalloc's live bytes grouped by syncer module (which part holds what).
 
-    python -m bench.livememory [--n 5000] [--trace] [--top 25] [--code DIR]
+    python -m bench.livememory [--n 5000] [--trace] [--top 25] [--code DIR] [--edits N]
 
 This is the cheap, repeatable view; bench/sidecarprocess.py measures the process itself
 against the real API server.
@@ -62,7 +62,7 @@ class _Pages:
         return json.loads(text)
 
 
-def child(n: int, trace: bool, top: int, code: str | None = None) -> dict[str, Any]:
+def child(n: int, trace: bool, top: int, code: str | None = None, edits: int = 0) -> dict[str, Any]:
     import tracemalloc
 
     if code:  # another checkout's syncer (``--code``): this bench's own modules are imported already
@@ -81,6 +81,7 @@ def child(n: int, trace: bool, top: int, code: str | None = None) -> dict[str, A
     from syncer.sidecar.schedule import Timing
     from syncer.sidecar.server import Health
     from syncer.model import ObjectRef
+    from syncer.sources.manifests import parse_documents
     from syncer.writeback.deliver import Mode, load_installation
 
     with tempfile.TemporaryDirectory(prefix="syncer-livemem-") as tmp:
@@ -110,21 +111,43 @@ def child(n: int, trace: bool, top: int, code: str | None = None) -> dict[str, A
             KindWatcher(_Pages(kind, len(names)), target, refs, cache)._listed()  # the watch's own list path
         del declared, refs
         filled = time.perf_counter() - t0
-        loop = Loop(LoopSettings("scale", Mode.DRY_RUN, "scale", timing=Timing(debounce=0.0)), ws, cache,
-                    metrics=Metrics("scale"), health=Health(cache, tick=5.0, resync=600.0), is_leader=lambda: False,
-                    caches=caches)
+        store, fake = None, None
+        if edits:  # the leader, committing, with its state record on a fake API server over loopback
+            from syncer.kube import kube_client
+            from syncer.sidecar.state import ConfigMapStore
+            from tests.fakes.kube_api import FakeKubeAPI
+
+            fake = FakeKubeAPI().start()
+            api = kube_client(str(fake.kubeconfig(root / "kubeconfig", namespace="scale")), None,
+                              read_yaml=parse_documents, pool_size=4)
+            store = ConfigMapStore(api, "scale", "scale")
+        mode = Mode.COMMIT if edits else Mode.DRY_RUN
+        loop = Loop(LoopSettings("scale", mode, "scale", timing=Timing(debounce=0.0)), ws, cache,
+                    metrics=Metrics("scale"), health=Health(cache, tick=5.0, resync=600.0),
+                    is_leader=lambda: store is not None, caches=caches, store=store)
         t1 = time.perf_counter()
         for _ in range(2):
             report = loop.run_pass("bench")
             assert report.error is None, report.error
         passes = (time.perf_counter() - t1) / 2
+        after_edits = []
+        for k in range(edits):  # a live edit of one ConfigMap, then its pass (a commit)
+            ref = ObjectRef("v1", "ConfigMap", "scale", f"app-{(7 + 97 * k) % counts[1]:05}")
+            held = cache.get(ref)
+            assert held is not None
+            cache.put(ref, {**held, "data": {**held["data"], "LOG_LEVEL": f"debug-{k}"}})
+            report = loop.run_pass("bench")
+            assert report.error is None, report.error
+            after_edits.append(round(_vm("VmRSS") / 1024, 1))
+        if fake is not None:
+            fake.stop()
         result = loop.last.outcome.result if loop.last and loop.last.outcome else None
         checked = len(result.checked) if result else -1
         drifts = len(result.drifts) if result else -1
         out: dict[str, Any] = {"n": n, "objects": len(cache.refs()), "rss_mib": _vm("VmRSS") / 1024,
                                "hwm_mib": _vm("VmHWM") / 1024, "rss_before_mib": base_rss / 1024,
                                "fill_s": filled, "pass_s": passes,
-                               "checked": checked, "drifts": drifts}
+                               "checked": checked, "drifts": drifts, "after_edits": after_edits}
         if trace:
             snap = tracemalloc.take_snapshot()
             total = sum(s.size for s in snap.statistics("filename"))
@@ -147,13 +170,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--trace", action="store_true", help="also tracemalloc's view (slower; RSS then includes it)")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--code", metavar="DIR", help="measure the syncer of another checkout (e.g. a `git worktree` of main)")
+    ap.add_argument("--edits", type=int, default=0,
+                    help="then run as the committing leader (state record on a fake API server) and edit live N times")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.n, args.trace, args.top, args.code)))
+        print(json.dumps(child(args.n, args.trace, args.top, args.code, args.edits)))
         return 0
     cmd = [sys.executable, "-m", "bench.livememory", "--child", "--n", str(args.n), "--top", str(args.top)]
     cmd += ["--code", args.code] if args.code else []
+    cmd += ["--edits", str(args.edits)]
     done = subprocess.run(cmd + (["--trace"] if args.trace else []), capture_output=True, text=True, check=False)
     if done.returncode != 0:
         print(done.stderr[-3000:], file=sys.stderr)
@@ -164,6 +190,8 @@ def main(argv: list[str]) -> int:
           f"{out['rss_before_mib']:.0f} before filling the cache: {per:.1f} KiB an object); "
           f"fill {out['fill_s']:.1f} s, a pass {out['pass_s']:.2f} s; {out['checked']:,} checked, "
           f"{out['drifts']} drifts")
+    if out.get("after_edits"):
+        print(f"RSS after each live edit and its commit: {out['after_edits']} MiB")
     if "traced_mib" in out:
         print(f"traced {out['traced_mib']:.1f} MiB; the largest allocation sites:")
         for where, mib in out["top"]:
