@@ -35,6 +35,7 @@ from syncer.logs import event
 from syncer.model import JSON, ObjectRef
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
+from syncer.sidecar.trim import trim
 from syncer.sidecar.watch import change_managers, stream
 
 log = logging.getLogger("syncer.watch")
@@ -157,6 +158,7 @@ class KindWatcher(Retrying):
         for name, ref in names.items():
             self.cache.put(ref, found.pop(name, None), compacted=True)
         self.cache.accepted()
+        trim()  # the pages' text and decoded objects, freed: back to the system
         return rv
 
     def _event(self, etype: str, obj: JSON) -> None:

@@ -56,6 +56,7 @@ from syncer.sidecar.record import agreed
 from syncer.sidecar.schedule import Schedule, Timing, stable_deadline
 from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.sidecar.server import Health
+from syncer.sidecar.trim import trim
 from syncer.writeback.deliver import DEFAULT_MODE, Loaded, Mode, Outcome, load_installation
 
 if TYPE_CHECKING:
@@ -197,6 +198,7 @@ class Loop:
         self._after(report, report.outcome, datetime.fromtimestamp(now, timezone.utc))
         self.metrics.last_sync.set(self.clock())
         self.metrics.passes.labels(self.settings.installation, "ok" if leader else "follower").inc()
+        trim()  # what the pass freed goes back to the system, not kept as the RSS's high point
         return report
 
     def _after(self, report: PassReport, out: Outcome | None, now: datetime) -> None:
