@@ -60,8 +60,9 @@ def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: d
     """Per round: each tree's ``syncer diff``, ``kubectl diff -f`` (unless not ``kubectl_diff``)
     and a bare ``kubectl get`` of the same objects (the namespace holds only them), in turn."""
     syncer = syncer_cmd("diff", "scale", "--repo", str(repo), "--kubeconfig", str(kubeconfig), "-o", "json")
-    baselines = {"kubectl get configmaps,endpoints -o json": [KUBECTL, "--kubeconfig", str(kubeconfig), "get",
-                                                              "configmaps,endpoints", "-o", "json"]}
+    get = [KUBECTL, "--kubeconfig", str(kubeconfig), "get", "configmaps,endpoints"]
+    # its table (what a person types) and its JSON (every field, as syncer reads them)
+    baselines = {"kubectl get configmaps,endpoints": get, "kubectl get configmaps,endpoints -o json": get + ["-o", "json"]}
     if kubectl_diff:
         baselines["kubectl diff -f"] = [KUBECTL, "--kubeconfig", str(kubeconfig), "diff", "-f",
                                         str(repo / "hosts" / "scale")]
@@ -89,7 +90,8 @@ def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: d
             for base in baselines:
                 b_walls = runs[base][0]
                 per_round = statistics.median(w / b for b, w in zip(b_walls, walls))
-                line += (f"; this / {base.split(' -')[0]}: {statistics.median(walls) / statistics.median(b_walls):.2f}x"
+                line += (f"; this / {base.removeprefix('kubectl get configmaps,endpoints') or 'table'}: "
+                         f"{statistics.median(walls) / statistics.median(b_walls):.2f}x"
                          f" (ratio of medians), {per_round:.2f}x (per round)")
             line += f"; output {', '.join(sorted(shas)) or '-'}"
         lines.append(line)
