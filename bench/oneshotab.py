@@ -1,4 +1,5 @@
-"""``syncer diff`` of two source trees and ``kubectl diff -f``, interleaved, on the REAL kube-apiserver.
+"""``syncer diff`` of two source trees, ``kubectl diff -f`` and a bare ``kubectl get`` of the same
+objects, interleaved, on the REAL kube-apiserver.
 
 The code before and after a change, measured in the same rounds as the baseline: one real
 kube-apiserver (tests/realapi), the installations of ``bench.kubediff`` (ConfigMaps and Endpoints,
@@ -8,7 +9,7 @@ once. A tree is a checkout or ``git archive <rev> | tar -x -C DIR``. Wall clock,
 (``getrusage``), the 1-minute load at each round, and the sha256 of each tree's JSON output (the
 trees must print the same bytes).
 
-    python -m bench.oneshotab --sizes 1250,5000 --rounds 5 BEFORE_TREE AFTER_TREE
+    python -m bench.oneshotab --sizes 1250,5000 --rounds 5 [--no-kubectl-diff] BEFORE_TREE AFTER_TREE
 """
 
 from __future__ import annotations
@@ -54,11 +55,19 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
     return wall, cpu, out.stdout
 
 
-def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: dict[str, str]) -> list[str]:
+def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: dict[str, str],
+            kubectl_diff: bool = True) -> list[str]:
+    """Per round: each tree's ``syncer diff``, ``kubectl diff -f`` (unless not ``kubectl_diff``)
+    and a bare ``kubectl get`` of the same objects (the namespace holds only them), in turn."""
     syncer = syncer_cmd("diff", "scale", "--repo", str(repo), "--kubeconfig", str(kubeconfig), "-o", "json")
-    kubectl = [KUBECTL, "--kubeconfig", str(kubeconfig), "diff", "-f", str(repo / "hosts" / "scale")]
+    get = [KUBECTL, "--kubeconfig", str(kubeconfig), "get", "configmaps,endpoints"]
+    # its table (what a person types) and its JSON (every field, as syncer reads them)
+    baselines = {"kubectl get configmaps,endpoints": get, "kubectl get configmaps,endpoints -o json": get + ["-o", "json"]}
+    if kubectl_diff:
+        baselines["kubectl diff -f"] = [KUBECTL, "--kubeconfig", str(kubeconfig), "diff", "-f",
+                                        str(repo / "hosts" / "scale")]
     runs: dict[str, tuple[list[float], list[float], set[str]]] = {str(t): ([], [], set()) for t in trees}
-    runs["kubectl diff -f"] = ([], [], set())
+    runs.update({name: ([], [], set()) for name in baselines})
     loads = []
     for r in range(rounds + 1):  # round 0: untimed warm-up (bytecode written, caches warm)
         loads.append(os.getloadavg()[0])
@@ -68,17 +77,24 @@ def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: d
                 runs[str(tree)][0].append(wall)
                 runs[str(tree)][1].append(cpu)
                 runs[str(tree)][2].add(hashlib.sha256(out).hexdigest()[:12])
-        wall, cpu, _ = _timed(kubectl, env)
-        if r:
-            runs["kubectl diff -f"][0].append(wall)
-            runs["kubectl diff -f"][1].append(cpu)
-    k_walls = runs["kubectl diff -f"][0]
+        for name, cmd in baselines.items():
+            wall, cpu, _ = _timed(cmd, env)
+            if r:
+                runs[name][0].append(wall)
+                runs[name][1].append(cpu)
     lines = []
     for name, (walls, cpus, shas) in runs.items():
-        per_round = statistics.median(k / w for k, w in zip(k_walls, walls))
-        lines.append(f"{name}: wall {statistics.median(walls):.2f} [{min(walls):.2f}-{max(walls):.2f}] s, CPU "
-                     f"{statistics.median(cpus):.2f} s; kubectl diff / this: {statistics.median(k_walls) / statistics.median(walls):.1f}x "
-                     f"(ratio of medians), {per_round:.1f}x (per round); output {', '.join(sorted(shas)) or '-'}")
+        line = (f"{name}: wall {statistics.median(walls):.2f} [{min(walls):.2f}-{max(walls):.2f}] s, CPU "
+                f"{statistics.median(cpus):.2f} s")
+        if name not in baselines:
+            for base in baselines:
+                b_walls = runs[base][0]
+                per_round = statistics.median(w / b for b, w in zip(b_walls, walls))
+                line += (f"; this / {base.removeprefix('kubectl get configmaps,endpoints') or 'table'}: "
+                         f"{statistics.median(walls) / statistics.median(b_walls):.2f}x"
+                         f" (ratio of medians), {per_round:.2f}x (per round)")
+            line += f"; output {', '.join(sorted(shas)) or '-'}"
+        lines.append(line)
     lines.append("load (1 min) at each round: " + " ".join(f"{x:.1f}" for x in loads))
     return lines
 
@@ -87,6 +103,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.oneshotab")
     ap.add_argument("--sizes", default="1250,5000")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--no-kubectl-diff", action="store_true", help="time only the bare kubectl get beside the trees")
     ap.add_argument("trees", nargs="+", type=Path)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="syncer-oneshotab-") as tmp:
@@ -96,7 +113,8 @@ def main(argv: list[str]) -> int:
             env = {k: v for k, v in _env(workdir).items() if k != "PYTHONPATH"}
             for n in (int(s) for s in args.sizes.split(",") if s):
                 repo, kubeconfig = _prepare(cluster, workdir, n)
-                for line in measure(repo, kubeconfig, [t.resolve() for t in args.trees], args.rounds, env):
+                for line in measure(repo, kubeconfig, [t.resolve() for t in args.trees], args.rounds, env,
+                                    not args.no_kubectl_diff):
                     print(f"{n:,} objects: {line}", flush=True)
         finally:
             cluster.stop()

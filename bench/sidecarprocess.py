@@ -25,7 +25,7 @@ the bare remote (a merge patch of ``data.LOG_LEVEL`` as ``kubectl edit`` sends, 
 ref change); log lines written and how many are warnings.
 
     python -m bench.sidecarprocess [--n 5000] [--baseline main] [--steady 20] [--variants before,kind,names]
-                                   [--server-arg=--http2-max-streams-per-connection=100]
+                                   [--server-arg=--http2-max-streams-per-connection=100] [--code DIR]
     python -m bench --only sidecarprocess      # 5,000 objects, no baseline
 """
 
@@ -255,7 +255,9 @@ def measure(cluster: RealCluster, variant: Variant, repo: Path, ns: str, kubecon
 
 def run(quick: bool, workdir: Path, n: int = 5000, baseline: str | None = None, steady: float = 20.0,
         variants: tuple[str, ...] = ("before", "kind", "names"), edits: int = EDITS,
-        server_args: tuple[str, ...] = ()) -> Section:
+        server_args: tuple[str, ...] = (), code: Path = ROOT) -> Section:
+    """``code``: the syncer the "after" variants run (a frozen copy: this checkout may change
+    while a long run goes on)."""
     sec = Section("sidecarprocess", f"9. `syncer run` process at {n:,} tracked objects on the real API server")
     if not Path(KUBECTL).exists():
         sec.row("kubectl", f"not measured: {KUBECTL} is missing (bash .ci/helm.sh installs it)")
@@ -284,8 +286,8 @@ def run(quick: bool, workdir: Path, n: int = 5000, baseline: str | None = None, 
         table = {
             "before": Variant("before", f"before ({baseline}), Role may list", _baseline_tree(
                 baseline or "HEAD", workdir / "baseline") if baseline else ROOT, "admin"),
-            "kind": Variant("kind", "after, Role may list and watch the kinds", ROOT, "admin"),
-            "names": Variant("names", "after, resourceNames Role (chart default)", ROOT, "names"),
+            "kind": Variant("kind", "after, Role may list and watch the kinds", code, "admin"),
+            "names": Variant("names", "after, resourceNames Role (chart default)", code, "names"),
         }
         for key in variants:
             v = table[key]
@@ -337,11 +339,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--edits", type=int, default=EDITS, help="live edits after the steady window")
     ap.add_argument("--server-arg", action="append", default=[], metavar="ARG",
                     help="an extra kube-apiserver flag (e.g. --http2-max-streams-per-connection=100)")
+    ap.add_argument("--code", type=Path, default=ROOT, metavar="DIR",
+                    help="the syncer tree the after variants run (e.g. `git archive HEAD | tar -x -C DIR`)")
     ap.add_argument("--json", metavar="FILE")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="syncer-bench-proc-") as tmp:
         sec = run(False, Path(tmp), args.n, args.baseline, args.steady, tuple(args.variants.split(",")), args.edits,
-                  tuple(args.server_arg))
+                  tuple(args.server_arg), args.code.resolve())
     for r in sec.rows:
         print(f"| {r.metric} | {r.value} | {r.goal}{'' if r.ok is None else (' ✅' if r.ok else ' ❌')} | {r.note} |")
     for note in sec.notes:

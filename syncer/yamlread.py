@@ -7,6 +7,7 @@ numbers (``syncer.goyaml``), ruamel's safe loader, libyaml's C parser when
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -123,6 +124,10 @@ def _plain(node: Any, constructor: Any, seen: dict[int, Any]) -> Any:
     if isinstance(node, ScalarNode):
         if tag is _TAGS["str"] or (tag is not _TAGS["null"] and str(tag) == _YAML_TAG + "str"):
             value: Any = node.value
+            if len(value) <= _SHORT:
+                # One string for the process: the sidecar keeps every manifest parsed, and keys,
+                # kinds, names and small settings repeat across thousands of documents.
+                value = sys.intern(value)
         elif tag is _TAGS["null"]:
             value = None
         elif tag is _TAGS["bool"]:
@@ -155,6 +160,9 @@ def _plain(node: Any, constructor: Any, seen: dict[int, Any]) -> Any:
 
 
 _BUILDING = object()
+#: Strings up to this long are interned (``_plain``): keys and short values; longer ones
+#: (embedded files, address lists) rarely repeat.
+_SHORT = 40
 
 
 def _load_c(text: str) -> list[Any]:

@@ -8,7 +8,7 @@ moved at each from the bases ``evidence_for`` gathered (git's history among them
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -104,12 +104,16 @@ class Compared:
     fields: Mapping[Path, datetime] | None = None  # a field the server did not store was noted: never remembered in sync
 
 
-def compare_object(obj: GitObject, live: JSON, config: Config, evidence: bases.Evidence,
-             binding: Binding | None, observed_since: datetime | None, note: str,
-             caches: Caches, memo: bool, unstored: list[str]) -> Compared | None:
+def compare_object(obj: GitObject, live: JSON, config: Config, evidence_of: Callable[[], tuple[bases.Evidence, str]],
+                   binding: Binding | None, observed_since: datetime | None,
+                   caches: Caches, memo: bool, unstored: list[str]) -> Compared | None:
     """One object's differences (None: none); ``memo``: remember them by identity in ``caches``
     (where the judgements of texts are remembered in any case). The fields git declares that the
-    server did not store are not differences: one note each into ``unstored``."""
+    server did not store are not differences: one note each into ``unstored``.
+
+    ``evidence_of`` gives the bases and their note, asked only when there are differences: an
+    object in sync needs no base, and its parsed last-applied annotation, held for every
+    tracked object, would be a copy of each object's declared content."""
     ref = obj.ref
     ignore = config.ignored_pointers(ref.kind, ref.namespace, ref.name, live.get("metadata"))
     git = normalize(obj.data)
@@ -135,6 +139,7 @@ def compare_object(obj: GitObject, live: JSON, config: Config, evidence: bases.E
         diffs += endpoints.readiness_diff(ref.kind, git, live, diffs, ignore)
     if not diffs:
         return None
+    evidence, note = evidence_of()
     evidence = replace(evidence, snapshots=[(n, align(ref.kind, b, git, live_n())) for n, b in evidence.snapshots])
     moved: list[FieldDiff] = []
     if binding is not None:

@@ -23,7 +23,7 @@ from syncer.config import BoundConfig
 from syncer.detect import bases, gitops
 from syncer.detect.binding import Reads
 from syncer.detect.compared import Compared, compare_object, drifts_of, evidence_for, verdicts_of
-from syncer.detect.inputs import Answer, Inputs, Question, live_object
+from syncer.detect.inputs import Answer, Inputs, Question, live_object, record_of
 from syncer.detect.tracking import tracking
 from syncer.errors import NOTHING_READABLE, ClusterError, ConfigError, Forbidden, Unserved
 from syncer.grants import unreadable_message
@@ -203,10 +203,12 @@ class Detection:
             check_shape(live)
             binding = family.binding(obj, live, config, inputs.live, manifests, self.cache) if in_family else None
             since = inputs.observed_since.get(ref)
-            evidence, note = evidence_for(obj, live, self.appliers, inputs, self.caches, self._answers, asked)
+            record_of(inputs, ref)  # a record that could not be read fails the object, in sync or not
             unstored: list[str] = []
-            compared = compare_object(obj, live, config, evidence, binding, since, note, self.caches, memo,
-                                unstored)
+            compared = compare_object(obj, live, config,
+                                      lambda: evidence_for(obj, live, self.appliers, inputs, self.caches,
+                                                           self._answers, asked),
+                                      binding, since, self.caches, memo, unstored)
             if compared is not None:
                 compared = replace(compared, fields=field_times(inputs.observed_since, ref))
         except (ClusterError, ConfigError) as exc:

@@ -161,6 +161,7 @@ class Sidecar:
                                    caches=self.caches, tools=s.tools, include=ws.include)
         self.namespace = loaded.config.namespace
         self.refs = tracked_refs(loaded, self.caches)
+        self.cache.declare(loaded.manifests.objects)  # the first lists share what is the same in git
         self.store = (ConfigMapStore(api, self.namespace, s.installation, settings.state_configmap)
                       if settings.state_configmap else None)
         self.elector = (LeaderElector(api, self.namespace, settings.lease_name or f"syncer-{s.installation}",

@@ -35,6 +35,7 @@ from syncer.logs import event
 from syncer.model import JSON, ObjectRef
 from syncer.sidecar.livecache import LiveCache
 from syncer.sidecar.retry import Retry, Retrying, WatchSettings, as_cluster_error
+from syncer.sidecar.trim import trim
 from syncer.sidecar.watch import change_managers, stream
 
 log = logging.getLogger("syncer.watch")
@@ -64,8 +65,11 @@ class Collection:
         return f"{self.kind} in {self.namespace}" if self.namespace else f"{self.kind} in the cluster"
 
 
-def list_collection(api: Kube, target: Collection, names: Iterable[str]) -> tuple[dict[str, JSON], str]:
-    """The tracked objects of the collection by name, and the list's resourceVersion."""
+def list_collection(api: Kube, target: Collection, names: Iterable[str],
+                    keep: Callable[[JSON], JSON] = lambda obj: obj) -> tuple[dict[str, JSON], str]:
+    """The tracked objects of the collection by name, each as ``keep`` makes it (the cache's
+    compact form: a page's objects are held whole only while the page is), and the list's
+    resourceVersion."""
     wanted = set(names)
     what = f"list {target.label}"
     found: dict[str, JSON] = {}
@@ -79,7 +83,7 @@ def list_collection(api: Kube, target: Collection, names: Iterable[str]) -> tupl
         rv = rv or str(meta.get("resourceVersion") or "")
         for name, item in named_items(doc):
             if name in wanted:
-                found[name] = {"apiVersion": target.api_version, "kind": target.kind, **item}
+                found[name] = keep({"apiVersion": target.api_version, "kind": target.kind, **item})
         del doc  # one page at a time in memory
         token = str(meta.get("continue") or "")
         if not token:
@@ -150,10 +154,11 @@ class KindWatcher(Retrying):
 
     def _listed(self) -> str:
         names = self._names
-        found, rv = list_collection(self.api, self.target, names)
+        found, rv = list_collection(self.api, self.target, names, self.cache.compact)
         for name, ref in names.items():
-            self.cache.put(ref, found.get(name))
+            self.cache.put(ref, found.pop(name, None), compacted=True)
         self.cache.accepted()
+        trim()  # the pages' text and decoded objects, freed: back to the system
         return rv
 
     def _event(self, etype: str, obj: JSON) -> None:

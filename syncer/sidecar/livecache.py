@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from syncer.errors import ClusterError
 from syncer.kube import Refused
@@ -34,15 +33,23 @@ from syncer.detect.normalize import normalize
 from syncer.detect.ownership import owner
 from syncer.detect.provenance import changed_paths
 from syncer.model import ObjectRef, Observed, Path
+from syncer.sidecar.compact import Shared, compact
 
 if TYPE_CHECKING:
     from syncer.gather.live import Lister
 
 
-@dataclass
+class Declared(Protocol):
+    """An object as git declares it (``sources.manifests.GitObject``)."""
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+@dataclass(slots=True)
 class _Entry:
     obj: dict[str, Any] | None = None
-    digest: str | None = None  # None: never listed
+    digest: bytes | None = None  # None: never listed
     changed_at: float = 0.0  # clock time the compared content last changed
     #: clock time the watch saw each field change (``detect.provenance``), at most MAX_FIELDS paths
     fields: dict[Path, float] | None = None
@@ -52,38 +59,6 @@ class _Entry:
     error: str | None = None  # permanent problem (403, kind not served)
     status: int | None = None  # the API status of ``error`` (403: the Role lacks the object)
     raised: ClusterError | None = None  # raised as it is by ``get`` (an API not served: syncer/gather/served.py)
-
-
-#: Distinct managedFields trees kept for sharing (cleared when full).
-SHARED_FIELDS = 4096
-_ENTRY_WORDS = ("manager", "operation", "apiVersion", "fieldsType", "time", "subresource")
-
-
-def _share_fields(obj: dict[str, Any], shared: dict[str, Any]) -> None:
-    """Replace each managedFields entry's ``fieldsV1`` by an equal tree already held, and its short
-    words by interned strings. Thousands of objects written by the same tools carry the same
-    trees, the largest part of an object in the watch cache. The objects are read-only once
-    stored, so sharing equal subtrees changes nothing a reader can see."""
-    meta = obj.get("metadata")
-    entries = meta.get("managedFields") if isinstance(meta, dict) else None
-    if not isinstance(entries, list):
-        return
-    for entry in entries:
-        if not isinstance(entry, dict):
-            continue
-        for word in _ENTRY_WORDS:
-            value = entry.get(word)
-            if isinstance(value, str):
-                entry[word] = sys.intern(value)
-        tree = entry.get("fieldsV1")
-        if isinstance(tree, dict) and tree:
-            key = json.dumps(tree, sort_keys=True, separators=(",", ":"))
-            held = shared.get(key)
-            if held is None:
-                if len(shared) >= SHARED_FIELDS:
-                    shared.clear()
-                shared[key] = held = tree
-            entry["fieldsV1"] = held
 
 
 #: Field change times kept per object: the newest win.
@@ -108,11 +83,12 @@ def _note_fields(entry: _Entry, old: dict[str, Any], new: dict[str, Any], now: f
     entry.changed_by = tuple(managers)
 
 
-def _digest(obj: dict[str, Any] | None) -> str:
+def _digest(obj: dict[str, Any] | None) -> bytes:
+    """The compared content's hash (the compact form compares as the object it came from)."""
     if obj is None:
-        return "absent"
+        return b"absent"
     text = json.dumps(normalize(obj), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text.encode()).digest()
 
 
 class LiveCache(LiveSource):
@@ -132,7 +108,8 @@ class LiveCache(LiveSource):
         self.on_change = on_change
         self._lock = threading.Lock()
         self._entries: dict[ObjectRef, _Entry] = {}
-        self._shared: dict[str, Any] = {}  # managedFields trees by content (_share_fields)
+        self._shared = Shared()  # what compact objects share (syncer/sidecar/compact.py)
+        self._declared: Mapping[ObjectRef, Declared] = {}  # git's objects (``declare``)
         self.version = 0  # bumps on every change of compared content (or of a permanent error)
         self._forgotten = 0  # bumps when an entry goes: with version, what observed_since depends on
         self._since: tuple[tuple[int, int], Observed] | None = None
@@ -159,12 +136,30 @@ class LiveCache(LiveSource):
             if self._entries.pop(ref, None) is not None:
                 self._forgotten += 1
 
-    def put(self, ref: ObjectRef, obj: dict[str, Any] | None) -> bool:
-        """The object as listed or watched (``None``: it does not exist); True when what is
-        compared changed."""
-        if obj is not None:
-            with self._lock:
-                _share_fields(obj, self._shared)
+    def declare(self, objects: Mapping[ObjectRef, Declared]) -> None:
+        """The objects as git declares them (the sidecar's latest load): what ``compact`` shares."""
+        self._declared = objects
+
+    def compact(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` in the form the cache keeps (``compact``): for a list to hold its page's
+        objects that way, and ``put`` them with ``compacted``."""
+        meta = obj.get("metadata")
+        declared = None
+        if isinstance(meta, dict) and self._declared:
+            try:
+                found = self._declared.get(ObjectRef(str(obj.get("apiVersion")), str(obj.get("kind")),
+                                                     str(meta.get("namespace") or ""), str(meta.get("name"))))
+            except TypeError:
+                found = None
+            declared = found.data if found is not None else None
+        with self._lock:
+            return compact(obj, self._shared, declared)
+
+    def put(self, ref: ObjectRef, obj: dict[str, Any] | None, *, compacted: bool = False) -> bool:
+        """The object as listed or watched (``None``: it does not exist; ``compacted``: made by
+        ``compact`` already); True when what is compared changed. Only the compact form is kept."""
+        if obj is not None and not compacted:
+            obj = self.compact(obj)
         digest = _digest(obj)
         now = self.clock()
         with self._lock:

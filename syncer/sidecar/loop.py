@@ -56,6 +56,7 @@ from syncer.sidecar.record import agreed
 from syncer.sidecar.schedule import Schedule, Timing, stable_deadline
 from syncer.sources.source import DEFAULT_TOOLS, Tools
 from syncer.sidecar.server import Health
+from syncer.sidecar.trim import trim
 from syncer.writeback.deliver import DEFAULT_MODE, Loaded, Mode, Outcome, load_installation
 from syncer.writeback.landing import PushBudget
 
@@ -200,6 +201,7 @@ class Loop:
         self._after(report, report.outcome, datetime.fromtimestamp(now, timezone.utc))
         self.metrics.last_sync.set(self.clock())
         self.metrics.passes.labels(self.settings.installation, "ok" if leader else "follower").inc()
+        trim()  # what the pass freed goes back to the system, not kept as the RSS's high point
         return report
 
     def _after(self, report: PassReport, out: Outcome | None, now: datetime) -> None:
@@ -238,6 +240,7 @@ class Loop:
                 # What was just committed now agrees with the cluster: re-check at once so the
                 # record (the base for the next change) does not wait for the next resync.
                 self.schedule.again("recheck")
+        self.cache.declare(loaded.manifests.objects)  # what the watch cache shares of git's objects
         self.on_refs(tracked_refs(loaded, self.caches))
 
     def _log_outcome(self, report: PassReport, out: Outcome) -> None:

@@ -63,6 +63,8 @@ from syncer.kube import Conflict, Kube
 from syncer.logs import event
 from syncer.model import JSON, Drift, ObjectRef, Path
 from syncer.detect.normalize import get_path
+from syncer.sidecar import recordtext
+from syncer.sidecar.compact import words
 
 log = logging.getLogger("syncer.state")
 
@@ -236,7 +238,8 @@ class ConfigMapStore:
                 heads = parsed.pop(PUSHED, None)
                 if isinstance(heads, list):
                     pushed = [h for h in heads if isinstance(h, str)][-MAX_PUSHED:]
-                records = {str(k): v for k, v in parsed.items() if isinstance(v, dict)}
+                # held until the next write: one record per object, its words shared (``words``)
+                records = {str(k): words(v) for k, v in parsed.items() if isinstance(v, dict)}
                 if isinstance(found, dict):
                     proposed = {str(k): {str(p): list(vs) for p, vs in v.items()
                                          if isinstance(vs, list) and _is_path_key(p)}
@@ -321,12 +324,12 @@ class ConfigMapStore:
             doc[PROPOSED] = proposed
         if pushed is not None:
             doc[PUSHED] = pushed
-        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        text, packed = recordtext.encode(doc, COMPRESS_OVER)  # never the whole JSON at once
         data = {k: v for k, v in ((cm or {}).get("data") or {}).items() if k != self.key}
         binary = {k: v for k, v in ((cm or {}).get("binaryData") or {}).items() if k != self.packed_key}
-        if len(text) > COMPRESS_OVER:
-            binary[self.packed_key] = pack(text)
-            raw = "gz:" + binary[self.packed_key]
+        if packed:
+            binary[self.packed_key] = text
+            raw = "gz:" + text
         else:
             data[self.key] = raw = text
         size = _configmap_bytes(data, binary)
