@@ -10,6 +10,7 @@ installation's own file, or -- every time -- enough to run the budget out.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -89,19 +90,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def served(asgard_repo: Path) -> Iterator[tuple[str, Path]]:
-    """(the git:// URL of the origin, the origin's directory): a real git daemon on 127.0.0.1
-    taking pushes, with the racing hook installed (``race-mode off`` until a test says)."""
-    bare = asgard_repo.parent / "origin.git"
-    hook = bare / "hooks" / "pre-receive"
-    hook.write_text(HOOK.format(python=sys.executable))
-    hook.chmod(0o755)
-    (bare / "race-mode").write_text("off\n")
+@contextlib.contextmanager
+def git_daemon(bare: Path, home: Path, *options: str) -> Iterator[str]:
+    """A real ``git daemon`` on 127.0.0.1 serving ``bare``'s directory (``options``: what it enables),
+    with ``home`` as its HOME (its global git config); yields the git:// URL of ``bare`` once it listens."""
     port = free_port()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(bare.parent), "GIT_CONFIG_NOSYSTEM": "1"}
-    proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
-                             "--listen=127.0.0.1", f"--port={port}", f"--base-path={bare.parent}", str(bare.parent)],
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", *options, "--listen=127.0.0.1",
+                             f"--port={port}", f"--base-path={bare.parent}", str(bare.parent)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
@@ -113,10 +109,23 @@ def served(asgard_repo: Path) -> Iterator[tuple[str, Path]]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
-        yield f"git://127.0.0.1:{port}/origin.git", bare
+        yield f"git://127.0.0.1:{port}/{bare.name}"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture
+def served(asgard_repo: Path) -> Iterator[tuple[str, Path]]:
+    """(the git:// URL of the origin, the origin's directory): a real git daemon on 127.0.0.1
+    taking pushes, with the racing hook installed (``race-mode off`` until a test says)."""
+    bare = asgard_repo.parent / "origin.git"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(HOOK.format(python=sys.executable))
+    hook.chmod(0o755)
+    (bare / "race-mode").write_text("off\n")
+    with git_daemon(bare, bare.parent, "--enable=receive-pack") as url:
+        yield url, bare
 
 
 def race(bare: Path, mode: str, times: str) -> None:
@@ -403,21 +412,7 @@ def test_a_fetch_whose_connection_dropped_is_tried_again(asgard_repo: Path, tmp_
     hook.write_text(PACK_HOOK.format(python=sys.executable, marks=str(marks)))
     hook.chmod(0o755)
     (home / ".gitconfig").write_text(f"[uploadpack]\n\tpackObjectsHook = {hook}\n")
-    port = free_port()
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
-    proc = subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--listen=127.0.0.1", f"--port={port}",
-                             f"--base-path={bare.parent}", str(bare.parent)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"git://127.0.0.1:{port}/origin.git"
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+    with git_daemon(bare, home) as url:
         ws = Workspace.open_or_clone(url, "main", tmp_path / "clone")
         # someone else's commit on the origin: the next fetch has objects to send
         other = tmp_path / "other"
@@ -439,6 +434,3 @@ def test_a_fetch_whose_connection_dropped_is_tried_again(asgard_repo: Path, tmp_
         with pytest.raises(GitError) as raised:
             ws.fetch_base()
         assert marks.read_text() == "" and "git fetch failed" in raised.value.message
-    finally:
-        proc.terminate()
-        proc.wait(10)
