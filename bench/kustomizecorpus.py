@@ -261,6 +261,71 @@ LAYOUTS: tuple[Layout, ...] = (
                     f"{C0}.resources.limits.memory",
                     ("bases/database/deployment-replica.yaml", "            memory: 512Mi", "            memory: 1Gi")),
            )),
+    # a chain of two overlays (fargate/enabling, then fargate/sizing on top of it), each patching the base's Deployment
+    # through its own file named deployment.yaml: a value set by each is written into that overlay's file
+    Layout("eks-workshop-fargate-chained-overlays", "eks-workshop-fargate", "checkout",
+           top="resources:\n  - modules/fundamentals/fargate/sizing\n",
+           track=WB + (("ServiceAccount", "report"), ("Namespace", "ignore")),
+           edits=(
+               Edit("Deployment", "checkout", ("patch", "--type", "json", "-p",
+                                              '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/requests/memory","value":"2G"}]'),
+                    f"{C0}.resources.requests.memory",
+                    ("modules/fundamentals/fargate/sizing/deployment.yaml", "              memory: 2.5G",
+                     "              memory: 2G"), nth=0),
+               Edit("Deployment", "checkout", ("patch", "--type", "json", "-p",
+                                              '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/requests/cpu","value":"2"}]'),
+                    f"{C0}.resources.requests.cpu",
+                    ("modules/fundamentals/fargate/sizing/deployment.yaml", "              cpu: '1'",
+                     "              cpu: '2'")),
+               Edit("Deployment", "checkout", ("edit", 'fargate: "yes"', 'fargate: "no"'),
+                    "spec.template.metadata.labels.fargate",
+                    ("modules/fundamentals/fargate/enabling/deployment.yaml", '        fargate: "yes"', '        fargate: "no"')),
+               Edit("Deployment", "checkout", ("set", "image", "checkout=public.ecr.aws/aws-containers/retail-store-sample-checkout:1.3.0"),
+                    f"{C0}.image", ("base-application/checkout/deployment.yaml",
+                                    '          image: "public.ecr.aws/aws-containers/retail-store-sample-checkout:1.2.1"',
+                                    '          image: "public.ecr.aws/aws-containers/retail-store-sample-checkout:1.3.0"')),
+               Edit("Deployment", "checkout", ("scale", "--replicas=2"), "spec.replicas",
+                    ("base-application/checkout/deployment.yaml", "  replicas: 1", "  replicas: 2")),
+               Edit("Deployment", "checkout-redis", ("set", "image", "redis=public.ecr.aws/docker/library/redis:6.2-alpine"),
+                    f"{C0}.image", ("base-application/checkout/deployment-redis.yaml",
+                                    '          image: "public.ecr.aws/docker/library/redis:6.0-alpine"',
+                                    '          image: "public.ecr.aws/docker/library/redis:6.2-alpine"')),
+               Edit("ConfigMap", "checkout", ("patch", "--type", "merge", "-p",
+                                             '{"data":{"ENDPOINTS_ORDERS":"http://orders.orders.svc:8080"}}'),
+                    "data.ENDPOINTS_ORDERS", ("base-application/checkout/configMap.yaml",
+                                              "  ENDPOINTS_ORDERS: http://orders.orders.svc:80",
+                                              "  ENDPOINTS_ORDERS: http://orders.orders.svc:8080")),
+           )),
+    # the tree's test-ha overlay: base + the high-availability component + the test component, whose inline JSON 6902
+    # patch (patchesJson6902 in the component's kustomization.yaml) sets four values: each edit is one line of it
+    Layout("metrics-server-test-ha-inline-patch", "metrics-server", "kube-system",
+           top=("resources:\n  - overlays/test-ha\npatches:\n"
+                "  - patch: |-\n      apiVersion: policy/v1\n      kind: PodDisruptionBudget\n      metadata:\n"
+                "        name: metrics-server\n        namespace: kube-system\n      $patch: delete\n"
+                "  - patch: |-\n      apiVersion: apiregistration.k8s.io/v1\n      kind: APIService\n      metadata:\n"
+                "        name: v1beta1.metrics.k8s.io\n      $patch: delete\n"),
+           track=(("Deployment", "writeback"), ("Service", "report"), ("ServiceAccount", "report"),
+                  ("ClusterRole", "report"), ("ClusterRoleBinding", "report"), ("RoleBinding", "report"),
+                  ("APIService", "ignore"), ("PodDisruptionBudget", "ignore")),
+           edits=(
+               Edit("Deployment", "metrics-server", ("edit", "- --v=4", "- --v=2"), f"{C0}.args[6]",
+                    ("components/test/kustomization.yaml", "      value: --v=4", "      value: --v=2")),
+               Edit("Deployment", "metrics-server", ("edit", "- --logtostderr", "- --logtostderr=false"), f"{C0}.args[7]",
+                    ("components/test/kustomization.yaml", "      value: --logtostderr", "      value: --logtostderr=false")),
+               Edit("Deployment", "metrics-server", ("patch", "--type", "json", "-p",
+                                                    '[{"op":"replace","path":"/spec/template/spec/containers/0/imagePullPolicy","value":"IfNotPresent"}]'),
+                    f"{C0}.imagePullPolicy",
+                    ("components/test/kustomization.yaml", "      value: Never", "      value: IfNotPresent")),
+               # an arg of the base before the appended ones is still the base file's line
+               Edit("Deployment", "metrics-server", ("edit", "--metric-resolution=15s", "--metric-resolution=30s"),
+                    f"{C0}.args[4]", ("base/deployment.yaml", "          - --metric-resolution=15s",
+                                      "          - --metric-resolution=30s")),
+               Edit("Deployment", "metrics-server", ("scale", "--replicas=4"), "spec.replicas",
+                    ("components/high-availability/patch.yaml", "  replicas: 2", "  replicas: 4")),
+               Edit("Deployment", "metrics-server", ("set", "image", "metrics-server=gcr.io/k8s-staging-metrics-server/metrics-server:v0.8.0"),
+                    f"{C0}.image", ("base/deployment.yaml", "        image: gcr.io/k8s-staging-metrics-server/metrics-server:master",
+                                    "        image: gcr.io/k8s-staging-metrics-server/metrics-server:v0.8.0")),
+           )),
 )
 
 
@@ -530,7 +595,8 @@ class Bench:
 
 
 def _changed(repo: Path, old: str, new: str) -> set[tuple[str, str]]:
-    """(file, "-old line\\n+new line") for each one-line change between two commits (other hunks as they are)."""
+    """(file, "-old line\\n+new line") for each changed line between two commits (a block of adjacent replaced lines
+    gives one pair per line; other hunks as they are)."""
     out: set[tuple[str, str]] = set()
     files = [f for f in git(repo, "diff", "--name-only", old, new).split("\n") if f]
     for f in files:
@@ -538,6 +604,9 @@ def _changed(repo: Path, old: str, new: str) -> set[tuple[str, str]]:
         b = git(repo, "show", f"{new}:{f}").split("\n")
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             if tag == "equal":
+                continue
+            if tag == "replace" and i2 - i1 == j2 - j1:  # adjacent one-line changes: one pair each, as each edit is
+                out.update((f, f"-{x}\n+{y}") for x, y in zip(a[i1:i2], b[j1:j2]))
                 continue
             out.add((f, "\n".join([*(f"-{x}" for x in a[i1:i2]), *(f"+{y}" for y in b[j1:j2])])))
     return out

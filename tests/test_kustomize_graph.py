@@ -418,3 +418,27 @@ def test_init_chart_values_grant_generated_maps_by_kind_so_a_new_hash_needs_no_n
     assert "ConfigMap: [web-settings-dg224tmd2h]" in out
     assert out.endswith("# syncer finds the new name (or, before it is applied, the old one) by its generator.\n"
                         "rbac:\n  watchKinds: true\n")
+
+
+def test_each_item_a_json6902_patch_appends_is_its_own_line_of_the_patch(tmp_path: Path) -> None:
+    """metrics-server's test-ha overlay: the test component's inline JSON 6902 patch appends three
+    args (``/args/-``) and adds imagePullPolicy; each appended item is counted back from the end of
+    the rendered list past the ones appended after it, so a middle one is its own ``value:`` line;
+    the base's args before them are still the base file's lines."""
+    repo = layout(tmp_path, "metrics-server", "resources:\n  - overlays/test-ha\n")
+    m = load(repo, "kube-system")
+    dep = obj(m, "Deployment", "metrics-server")
+    drifts = [placed(m, dep, C0 + ("args", 5), "--kubelet-insecure-tls=false"),
+              placed(m, dep, C0 + ("args", 6), "--v=2"),
+              placed(m, dep, C0 + ("args", 7), "--logtostderr=false"),
+              placed(m, dep, C0 + ("imagePullPolicy",), "IfNotPresent"),
+              placed(m, dep, C0 + ("args", 4), "--metric-resolution=30s")]
+    assert [d.file for d in drifts] == ["hosts/t/components/test/kustomization.yaml"] * 4 + ["hosts/t/base/deployment.yaml"]
+    lines, refused = written(repo, m, drifts)
+    assert refused == []
+    assert lines == {
+        "hosts/t/components/test/kustomization.yaml": [
+            "-      value: --kubelet-insecure-tls", "+      value: --kubelet-insecure-tls=false",
+            "-      value: --v=4", "+      value: --v=2", "-      value: --logtostderr", "+      value: --logtostderr=false",
+            "-      value: Never", "+      value: IfNotPresent"],
+        "hosts/t/base/deployment.yaml": ["-          - --metric-resolution=15s", "+          - --metric-resolution=30s"]}

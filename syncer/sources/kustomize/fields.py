@@ -27,7 +27,8 @@ def same(a: Any, b: Any) -> bool:
 def map_path(kind: str, rendered: Any, path: Path, target: Any, at: Path = ()) -> Path | None:
     """``path`` of the rendered object as a path into ``target`` (a patch or the resource as a
     file declares it): list items by their merge key, else by position in a list of the same
-    length; None when ``target`` does not hold it."""
+    length (or of which the rendered list only appends to the end); None when ``target`` does not
+    hold it."""
     out: list[str | int] = []
     for part in path:
         if isinstance(part, int):
@@ -40,7 +41,10 @@ def map_path(kind: str, rendered: Any, path: Path, target: Any, at: Path = ()) -
                 if len(found) != 1:
                     return None
                 index = found[0]
-            elif len(target) == len(rendered):
+            elif len(target) == len(rendered) or (part < len(target) < len(rendered) and all(
+                    same(item, rendered[j]) for j, item in enumerate(target))):
+                # by position; a longer rendered list that begins with the target's items got the
+                # rest appended after them (a JSON 6902 ``add`` at ``/-``): its first items are the target's
                 index = part
             else:
                 return None

@@ -134,14 +134,20 @@ class Finders:
             return None
         path = drift.path
         if isinstance(doc, list):  # JSON 6902
+            later: dict[Path, int] = {}  # items the ops after this one append to each list
             for j in range(len(doc) - 1, -1, -1):
                 op = doc[j]
                 if not isinstance(op, dict) or not isinstance(op.get("path"), str):
                     continue
                 where = pointer_to_path(op["path"])
-                if where[-1:] == ("-",):  # appended: the last item of the list as rendered
+                if where[-1:] == ("-",) and op.get("op") in ("add", "copy", "move"):
+                    # appended: counted from the end of the list as rendered, past the items the
+                    # later ops of this patch append after it
+                    after = later.get(where[:-1], 0)
+                    later[where[:-1]] = after + 1
                     items = get_path(obj.data, where[:-1])
-                    where = where[:-1] + (len(items) - 1,) if isinstance(items, list) and items else where
+                    where = where[:-1] + (len(items) - 1 - after,) if isinstance(items, list) and len(items) > after \
+                        else where
                 inner = where == path[:len(where)]
                 if not inner and path != where[:len(path)]:
                     continue
