@@ -9,7 +9,11 @@ once. A tree is a checkout or ``git archive <rev> | tar -x -C DIR``. Wall clock,
 (``getrusage``), the 1-minute load at each round, and the sha256 of each tree's JSON output (the
 trees must print the same bytes).
 
-    python -m bench.oneshotab --sizes 1250,5000 --rounds 5 [--no-kubectl-diff] BEFORE_TREE AFTER_TREE
+    python -m bench.oneshotab --sizes 1250,5000 --rounds 5 [--no-kubectl-diff] [--cold] BEFORE_TREE AFTER_TREE
+
+A tree's runs share one ``HOME``: what a command keeps for the next (``--cache-dir``, as kubectl's
+discovery cache in ``~/.kube/cache``) is there from the untimed warm-up on; ``--cold`` times each
+tree a second way, keeping nothing.
 """
 
 from __future__ import annotations
@@ -56,9 +60,11 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float, bytes]:
 
 
 def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: dict[str, str],
-            kubectl_diff: bool = True) -> list[str]:
+            kubectl_diff: bool = True, cold: bool = False) -> list[str]:
     """Per round: each tree's ``syncer diff``, ``kubectl diff -f`` (unless not ``kubectl_diff``)
-    and a bare ``kubectl get`` of the same objects (the namespace holds only them), in turn."""
+    and a bare ``kubectl get`` of the same objects (the namespace holds only them), in turn.
+    ``cold``: each tree also as on a fresh machine, nothing kept from the last command
+    (``SYNCER_CACHE_DIR=none``: every file parsed; a tree without the store ignores it)."""
     syncer = syncer_cmd("diff", "scale", "--repo", str(repo), "--kubeconfig", str(kubeconfig), "-o", "json")
     get = [KUBECTL, "--kubeconfig", str(kubeconfig), "get", "configmaps,endpoints"]
     # its table (what a person types) and its JSON (every field, as syncer reads them)
@@ -66,17 +72,20 @@ def measure(repo: Path, kubeconfig: Path, trees: list[Path], rounds: int, env: d
     if kubectl_diff:
         baselines["kubectl diff -f"] = [KUBECTL, "--kubeconfig", str(kubeconfig), "diff", "-f",
                                         str(repo / "hosts" / "scale")]
-    runs: dict[str, tuple[list[float], list[float], set[str]]] = {str(t): ([], [], set()) for t in trees}
+    variants: list[tuple[str, Path, dict[str, str]]] = [(str(t), t, {}) for t in trees]
+    if cold:
+        variants += [(f"{t} (nothing kept)", t, {"SYNCER_CACHE_DIR": "none"}) for t in trees]
+    runs: dict[str, tuple[list[float], list[float], set[str]]] = {name: ([], [], set()) for name, _, _ in variants}
     runs.update({name: ([], [], set()) for name in baselines})
     loads = []
     for r in range(rounds + 1):  # round 0: untimed warm-up (bytecode written, caches warm)
         loads.append(os.getloadavg()[0])
-        for tree in trees:
-            wall, cpu, out = _timed(syncer, {**env, "PYTHONPATH": str(tree)})
+        for name, tree, extra in variants:
+            wall, cpu, out = _timed(syncer, {**env, "PYTHONPATH": str(tree), **extra})
             if r:
-                runs[str(tree)][0].append(wall)
-                runs[str(tree)][1].append(cpu)
-                runs[str(tree)][2].add(hashlib.sha256(out).hexdigest()[:12])
+                runs[name][0].append(wall)
+                runs[name][1].append(cpu)
+                runs[name][2].add(hashlib.sha256(out).hexdigest()[:12])
         for name, cmd in baselines.items():
             wall, cpu, _ = _timed(cmd, env)
             if r:
@@ -104,6 +113,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--sizes", default="1250,5000")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-kubectl-diff", action="store_true", help="time only the bare kubectl get beside the trees")
+    ap.add_argument("--cold", action="store_true",
+                    help="also each tree with nothing kept from the last command (SYNCER_CACHE_DIR=none)")
     ap.add_argument("trees", nargs="+", type=Path)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="syncer-oneshotab-") as tmp:
@@ -114,7 +125,7 @@ def main(argv: list[str]) -> int:
             for n in (int(s) for s in args.sizes.split(",") if s):
                 repo, kubeconfig = _prepare(cluster, workdir, n)
                 for line in measure(repo, kubeconfig, [t.resolve() for t in args.trees], args.rounds, env,
-                                    not args.no_kubectl_diff):
+                                    not args.no_kubectl_diff, args.cold):
                     print(f"{n:,} objects: {line}", flush=True)
         finally:
             cluster.stop()

@@ -209,6 +209,9 @@ class Caches:
     # -- the maps of the modules below detection (sources, plan, secrets, config) --
     #: manifests: each file's objects and errors by (path, namespace), with the file's stamp.
     files: Lru[tuple[str, str], Any] = field(default_factory=lambda: Lru(65_536))
+    #: manifests: the parses of the last command, on disk by a digest of each text
+    #: (``sources.parsestore.ParseStore``; a one-shot command's); None: every file is parsed.
+    stored: Any = None
     #: manifests: the last index per (repo, installation, namespace), with the per-file lists it came from.
     indexes: Lru[tuple[str, str, str], Any] = field(default_factory=lambda: Lru(64))
     #: sources: a rendering source's last load per key (the source's name first, then its tree,

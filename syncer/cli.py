@@ -189,6 +189,9 @@ def build_parser(prog: str = "syncer") -> argparse.ArgumentParser:
         p.add_argument("-n", "--namespace", type=_namespace,
                        help="default namespace for manifests that name none (as kubectl's -n); "
                             "overrides the config's namespace")
+        p.add_argument("--cache-dir", metavar="DIR",
+                       help="where the parses of the manifests are kept for the next command, by a digest of each "
+                            "file's text (default: $XDG_CACHE_HOME/syncer, else ~/.cache/syncer; 'none': keep nothing)")
     _run_flags(sub.add_parser("run", help="the sidecar: watch the cluster, sync on change, serve health and metrics",
                               formatter_class=Help, description=DESCRIPTIONS["run"], epilog=EXAMPLES["run"]))
     init = sub.add_parser("init", help="write hosts/<installation>/syncer.conf from what the manifests and the cluster show",

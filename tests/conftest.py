@@ -18,6 +18,13 @@ EXAMPLE_LIVE = ROOT / "examples" / "asgard-live.yaml"
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=timezone.utc)
 
 
+@pytest.fixture(autouse=True)
+def _own_parse_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with no parses an earlier test kept (``syncer.sources.parsestore``): a
+    test of the YAML reader reads the YAML, and no test depends on another's order."""
+    monkeypatch.setenv("SYNCER_CACHE_DIR", str(tmp_path_factory.mktemp("syncer-cache")))
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {"GIT_AUTHOR_NAME": "Ops Person", "GIT_AUTHOR_EMAIL": "ops@example.invalid",
            "GIT_COMMITTER_NAME": "Ops Person", "GIT_COMMITTER_EMAIL": "ops@example.invalid",

@@ -380,3 +380,23 @@ def test_a_kind_discovery_lacked_is_asked_again_after_the_miss_ttl(fake_kube: Fa
     now[0] += DISCOVERY_MISS_TTL
     assert client.object_path(ref) == "/api/v1/namespaces/default/widgets/w1"
     assert client.resource("v1", "ConfigMap") == ("configmaps", True)
+
+
+def test_tls_context_reads_the_system_store_only_when_it_checks_the_server() -> None:
+    """A kubeconfig's own CA is the only one trusted, insecure checks nothing, and neither
+    pays for reading the system's CA store; without a CA the system's store checks."""
+    import ssl
+
+    from syncer.kube.config import Connection, ssl_context
+    from tests.fakes.h2_kube import self_signed
+
+    cert, _key = self_signed()
+    own = ssl_context(Connection(server="https://127.0.0.1:1", ca_data=cert))
+    assert own.verify_mode is ssl.CERT_REQUIRED and own.check_hostname
+    assert own.cert_store_stats()["x509_ca"] == 1  # that CA alone
+    insecure = ssl_context(Connection(server="https://127.0.0.1:1", insecure=True))
+    assert insecure.verify_mode is ssl.CERT_NONE and not insecure.check_hostname
+    assert insecure.cert_store_stats()["x509"] == 0
+    system = ssl_context(Connection(server="https://127.0.0.1:1"))
+    expected = ssl.create_default_context()
+    assert system.verify_mode is ssl.CERT_REQUIRED and system.cert_store_stats() == expected.cert_store_stats()

@@ -20,6 +20,7 @@ from syncer.gather.live import snapshot_note
 from syncer.gather.oneshot import collection_paused, list_early
 from syncer.model import FileError, Result
 from syncer.sources.manifests import default_installation, host_dir
+from syncer.sources.parsestore import cache_dir, store_for
 from syncer.gather.selection import selection
 from syncer.writeback import extdiff
 from syncer.writeback.deliver import Mode, Outcome, deliver, dry_run
@@ -78,6 +79,12 @@ def _config(args: argparse.Namespace, repo: Path, installation: str) -> Config:
     return load_config(host_dir(repo, installation), installation, namespace=getattr(args, "namespace", None))
 
 
+def _caches(args: argparse.Namespace, repository: str, installation: str) -> Caches:
+    """What this command remembers: nothing yet, but the parses the last command kept in
+    ``--cache-dir`` for ``repository`` (a checkout's path, or the remote a clone is made from)."""
+    return Caches(stored=store_for(cache_dir(getattr(args, "cache_dir", None)), repository, installation))
+
+
 def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     repo = checkout(args)
     installation = args.installation or default_installation(repo)
@@ -87,7 +94,7 @@ def cmd_diff(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     list_early(source, repo, installation, config, tools)  # syncer.gather.oneshot
     with collection_paused():
         out = dry_run(repo, installation, source, now, reproduce(args, installation), config=config,
-                      caches=Caches(), only=only, tools=tools)
+                      caches=_caches(args, str(repo.absolute()), installation), only=only, tools=tools)
     out.result = _with_said(snapshot_note(source, out.result))
     if args.output == "json":
         stdout.write(render_json(out.result))
@@ -119,7 +126,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
     if mode is Mode.DRY_RUN:  # in the checkout as it is: no clone
         assert repo is not None
         out = deliver(mode, repo, installation, source, now, reproduce(args, installation), config=config,
-                      caches=Caches(), only=only, tools=clients.tools(args))
+                      caches=_caches(args, str(repo.absolute()), installation), only=only, tools=clients.tools(args))
         out.result = _with_said(snapshot_note(source, out.result))
         _print_outcome(out, args, stdout)
         return _sync_exit(out, args)
@@ -148,7 +155,7 @@ def cmd_sync(args: argparse.Namespace, now: datetime, stdout: TextIO) -> int:
                 _print_report(found, args, stdout)
         try:
             out = deliver(mode, ws, installation, source, now, reproduce(args, installation), forge, config=config,
-                          caches=Caches(), on_detected=report, only=only, tools=clients.tools(args),
+                          caches=_caches(args, remote, installation), on_detected=report, only=only, tools=clients.tools(args),
                           budget=clients.push_budget(args))
         except SyncerError as exc:
             if detected and args.output == "json":  # the drifts found, with why nothing was written

@@ -22,6 +22,7 @@ from syncer.errors import ConfigError
 from syncer.kinds import CLUSTER_SCOPED, list_items
 from syncer.model import FileError, ObjectRef, Path as ObjPath
 from syncer.repofile import read_inside
+from syncer.sources.parsestore import ParseStore
 from syncer.sources.skipped import Skipped, charts, skip_reason, templated
 from syncer.yamlread import parse_documents
 
@@ -147,7 +148,7 @@ def _file(path: Path, display: str, repo: Path, default_namespace: str, caches: 
     hit: FileParse | None = caches.files.get_fresh(key, lambda parse: bool(stamp) and parse[0] == stamp)
     if hit is not None:
         return hit[1]
-    entries = _file_objects(path, display, repo, default_namespace)
+    entries = _file_objects(path, display, repo, default_namespace, caches.stored)
     if st is not None and time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
         caches.files.put(key, (stamp, entries))
     return entries
@@ -159,15 +160,17 @@ def _forget_gone(caches: Caches, base: Path, present: list[Path]) -> None:
     caches.files.discard_where(lambda key: key[0].startswith(prefix) and key[0] not in keep)
 
 
-def _file_objects(path: Path, display: str, repo: Path, default_namespace: str) -> list[GitObject | FileError]:
-    """The objects one file declares and its problems, in the order they appear."""
+def _file_objects(path: Path, display: str, repo: Path, default_namespace: str,
+                  stored: ParseStore | None = None) -> list[GitObject | FileError]:
+    """The objects one file declares and its problems, in the order they appear; ``stored``:
+    the parses of the last command (None: the file is parsed)."""
     out: list[GitObject | FileError] = []
     try:
         text = _read(path, display, repo)
     except (ConfigError, OSError) as exc:
         return [FileError(display, str(exc))]
     try:
-        docs = parse_documents(text, display)
+        docs = parse_documents(text, display) if stored is None else stored.documents(text, display, parse_documents)
     except ConfigError as exc:
         why = skip_reason(text, None, [])
         return [Skipped(display, f"{display}: {why}") if why else FileError(display, str(exc))]
@@ -236,6 +239,8 @@ def load_manifests(repo: Path, installation: str, default_namespace: str, *,
         return last[1]
     manifests = _index(parts)
     caches.indexes.put(key, (parts, manifests))
+    if caches.stored is not None:
+        caches.stored.save()
     return manifests
 
 

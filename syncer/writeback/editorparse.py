@@ -50,7 +50,9 @@ def parsed_for_edit(file: str, old: str, touched: set[int], caches: Caches) -> t
     found: EditorParse | None = caches.parsed.get_fresh(key, lambda p: _text(p.docs) == old)
     if found is None:
         try:
-            data = parse_documents(old, file)
+            # the documents as the manifests' load read them (the same text: one parse per command)
+            data = parse_documents(old, file) if caches.stored is None else caches.stored.documents(
+                old, file, parse_documents)
         except ConfigError:
             YamlFile.parse(old, file, lazy=False)  # the editor's own parse names the line at fault
             raise
