@@ -126,11 +126,10 @@ class ParseStore:
         if self.path is None or (not self._new and self._used.keys() == self._held.keys()):
             return
         try:
-            tag = self._tag or _tag()
-            data = marshal.dumps((tag, self._used))
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # first: a read-only home costs nothing more
+            data = marshal.dumps((self._tag or _tag(), self._used))
             if len(data) > MAX_STORE_BYTES:
                 return
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-", suffix=_SUFFIX)
             try:
                 with os.fdopen(fd, "wb") as fh:
