@@ -93,7 +93,9 @@ def test_hanging_receiver_is_bounded(receiver: Receiver, client: httpx.Client) -
     notifier = Notifier([f"{receiver.url}/hang/secret-path", f"{receiver.url}/ok"], client, timeout=0.5)
     started = time.monotonic()
     failures = notifier.notify("drift.cleared", payload())
-    assert time.monotonic() - started < 1.5
+    # the receiver holds the request 10 s: well under that proves the 0.5 s bound cut it (the margin
+    # is for a loaded machine: 1.5 s failed once at load 40)
+    assert time.monotonic() - started < 5.0
     assert len(failures) == 1
     assert "timed out" in failures[0] or "Timeout" in failures[0]
     assert "secret-path" not in failures[0]
