@@ -210,7 +210,7 @@ class Caches:
     #: manifests: each file's objects and errors by (path, namespace), with the file's stamp.
     files: Lru[tuple[str, str], Any] = field(default_factory=lambda: Lru(65_536))
     #: manifests: the parses of the last command, on disk by a digest of each text
-    #: (``sources.parsestore.ParseStore``; a one-shot command's); None: every file is parsed.
+    #: (``parsestore.ParseStore``; a one-shot command's); None: every file is parsed.
     stored: Any = None
     #: manifests: the last index per (repo, installation, namespace), with the per-file lists it came from.
     indexes: Lru[tuple[str, str, str], Any] = field(default_factory=lambda: Lru(64))

@@ -20,7 +20,7 @@ NOW = datetime(2026, 9, 1, 12, 0, tzinfo=timezone.utc)
 
 @pytest.fixture(autouse=True)
 def _own_parse_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts with no parses an earlier test kept (``syncer.sources.parsestore``): a
+    """Every test starts with no parses an earlier test kept (``syncer.parsestore``): a
     test of the YAML reader reads the YAML, and no test depends on another's order."""
     monkeypatch.setenv("SYNCER_CACHE_DIR", str(tmp_path_factory.mktemp("syncer-cache")))
 

@@ -1,4 +1,4 @@
-"""The parses kept between commands (syncer/sources/parsestore.py): a second command parses only
+"""The parses kept between commands (syncer/parsestore.py): a second command parses only
 the files whose text changed, and a store that is stale, damaged, foreign or unwritable never
 changes what syncer reads."""
 
@@ -14,9 +14,9 @@ import pytest
 
 from syncer.cache import Caches
 from syncer.cli import main
-from syncer.sources import parsestore
+from syncer import parsestore
 from syncer.sources.manifests import load_manifests
-from syncer.sources.parsestore import ParseStore, cache_dir, store_for
+from syncer.parsestore import ParseStore, cache_dir, store_for
 from tests.conftest import EXAMPLE_LIVE, NOW
 
 TWO_DOCS = """apiVersion: v1

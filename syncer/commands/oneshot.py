@@ -20,7 +20,7 @@ from syncer.gather.live import snapshot_note
 from syncer.gather.oneshot import collection_paused, list_early
 from syncer.model import FileError, Result
 from syncer.sources.manifests import default_installation, host_dir
-from syncer.sources.parsestore import cache_dir, store_for
+from syncer.parsestore import cache_dir, store_for
 from syncer.gather.selection import selection
 from syncer.writeback import extdiff
 from syncer.writeback.deliver import Mode, Outcome, deliver, dry_run

@@ -22,7 +22,7 @@ from syncer.errors import ConfigError
 from syncer.kinds import CLUSTER_SCOPED, list_items
 from syncer.model import FileError, ObjectRef, Path as ObjPath
 from syncer.repofile import read_inside
-from syncer.sources.parsestore import ParseStore
+from syncer.parsestore import ParseStore
 from syncer.sources.skipped import Skipped, charts, skip_reason, templated
 from syncer.yamlread import parse_documents
 
