@@ -375,6 +375,36 @@ def test_keyed_lists_match_by_key_not_position() -> None:
     ]
 
 
+def test_a_key_changed_live_is_one_change_of_that_key() -> None:
+    """A port number or an env var's name changed live: the API keys the item by it, so the item
+    reads as gone plus one only live. When the two pair up (the same count gone as only live, every
+    other declared field still held) it is one change of the key, and the server's default for a
+    key field git omits (``protocol: TCP``) is no difference; an item removed and an unrelated one
+    added stay what they are."""
+    git_obj = {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+         "ports": [{"containerPort": 8080}]}]}}}}
+    live = {"spec": {"template": {"spec": {"containers": [
+        {"name": "app", "env": [{"name": "A", "value": "1"}, {"name": "B2", "value": "2"}],
+         "ports": [{"containerPort": 8081, "protocol": "TCP"}]}]}}}}
+    base = ("spec", "template", "spec", "containers", 0)
+    found = [(d.path, d.cls, d.git, d.live, d.live_path) for d in compare("Deployment", git_obj, live)]
+    assert found == [
+        (base + ("env", 1, "name"), DriftClass.VALUE, "B", "B2", base + ("env", 1, "name")),
+        (base + ("ports", 0, "containerPort"), DriftClass.VALUE, 8080, 8081, base + ("ports", 0, "containerPort")),
+    ]
+    # another value as well: not the same item renamed, an item removed and another added
+    _containers(live)[0]["env"][1]["value"] = "3"
+    found = [(d.path, d.cls) for d in compare("Deployment", git_obj, live)]
+    assert (base + ("env", 1), DriftClass.REMOVED) in found and (base + ("env", 2), DriftClass.ADDED) in found
+    # two gone, one only live: nothing pairs
+    git_obj["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "C", "value": "4"})
+    _containers(live)[0]["env"][1]["value"] = "2"
+    found = [(d.path, d.cls) for d in compare("Deployment", git_obj, live)]
+    assert [c for _, c in found if c is not DriftClass.VALUE] == [DriftClass.REMOVED, DriftClass.REMOVED,
+                                                                   DriftClass.ADDED]
+
+
 def test_sets_compare_in_any_order_and_atomic_lists_whole() -> None:
     eps = {"subsets": [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}]}]}
     live = {"subsets": [{"addresses": [{"ip": "10.0.0.2", "nodeName": "n"}, {"ip": "10.0.0.1"}]}]}

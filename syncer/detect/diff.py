@@ -136,6 +136,14 @@ def _matchable(rule: apifields.ListRule, items: list[Any]) -> list[tuple[Any, ..
     return keys  # type: ignore[return-value]
 
 
+def _with_key_defaults(rule: apifields.ListRule, item: dict[str, Any], live: Any) -> dict[str, Any]:
+    """``item`` with the key fields it omits that ``live`` holds at their defaults (a renamed
+    port's ``protocol: TCP``): the server filled those in, no person wrote them."""
+    filled = {name: default for name, default in rule.keys
+              if default is not None and name not in item and isinstance(live, dict) and live.get(name) == default}
+    return {**filled, **item} if filled else item
+
+
 #: Says whether a manager other than an applier wrote the live field at a path (see ``compare``).
 MovedBy = Callable[[Path], bool]
 
@@ -260,7 +268,7 @@ class _Walker:
         if rule is not None and rule.keys:
             git_keys, live_keys = _matchable(rule, git), _matchable(rule, live)
             if git_keys is not None and live_keys is not None:
-                self.walk_keyed(git, live, git_keys, live_keys, path, lpath)
+                self.walk_keyed(rule, git, live, git_keys, live_keys, path, lpath)
                 return
         if rule is not None and self._same_set(git, live, path):
             return
@@ -283,17 +291,23 @@ class _Walker:
             left.remove(hit)
         return True
 
-    def walk_keyed(self, git: list[Any], live: list[Any], git_keys: list[Any], live_keys: list[Any],
-                   path: Path, lpath: Path | None) -> None:
+    def walk_keyed(self, rule: apifields.ListRule, git: list[Any], live: list[Any], git_keys: list[Any],
+                   live_keys: list[Any], path: Path, lpath: Path | None) -> None:
         where = {k: j for j, k in enumerate(live_keys)}
-        for i, (g, k) in enumerate(zip(git, git_keys)):
-            j = where.get(k)
-            if j is None:
-                self.out.append(FieldDiff(path + (i,), g, None, DriftClass.REMOVED, None))
-            else:
-                self.walk(g, live[j], path + (i,), None if lpath is None else lpath + (j,))
         known = set(git_keys)
         extra = [j for j, k in enumerate(live_keys) if k not in known]
+        renamed = self._renamed(rule, git, live, [i for i, k in enumerate(git_keys) if k not in where], extra, path)
+        for i, (g, k) in enumerate(zip(git, git_keys)):
+            j = where.get(k, renamed.get(i))
+            if j is None:
+                self.out.append(FieldDiff(path + (i,), g, None, DriftClass.REMOVED, None))
+            elif i in renamed:
+                self.walk(_with_key_defaults(rule, g, live[j]), live[j], path + (i,),
+                          None if lpath is None else lpath + (j,))
+            else:
+                self.walk(g, live[j], path + (i,), None if lpath is None else lpath + (j,))
+        if renamed:
+            return  # every item only live is a git item whose key changed
         for n, j in enumerate(extra):
             item_path = path + (len(git) + n,)
             if self.ignore and is_ignored(item_path, self.ignore):
@@ -301,6 +315,23 @@ class _Walker:
             self.out.append(FieldDiff(item_path, None, live[j], DriftClass.ADDED,
                                       None if lpath is None else lpath + (j,)))
 
+    def _renamed(self, rule: apifields.ListRule, git: list[Any], live: list[Any], gone: list[int],
+                 extra: list[int], path: Path) -> dict[int, int]:
+        """Git items whose key changed live (``kubectl patch`` of a ``containerPort``, an env var
+        renamed in ``kubectl edit``): git index -> live index. Only when the items gone and the
+        items only live pair up one to one, in order, and each live item still holds every other
+        field its git item declares; otherwise none (an item removed and another added). The API
+        keys these lists by those fields, so it sees a removal and an addition; written back as
+        such, git would keep the old item beside the new one."""
+        if not gone or len(gone) != len(extra):
+            return {}
+        names = {name for name, _ in rule.keys}
+        plain = _Walker(self.kind, self.ignore)  # git's own fields only: no owner is asked
+        for i, j in zip(gone, extra):
+            rest = {k: v for k, v in git[i].items() if k not in names}
+            if not plain.equal(rest, live[j], path + (i,)):
+                return {}
+        return dict(zip(gone, extra))
 
 def _cluster_scoped(kind: str, live: JSON) -> bool:
     meta = live.get("metadata")

@@ -238,3 +238,56 @@ def test_a_snapshot_in_another_version_is_one_note_naming_the_export(kube: Kube,
     snap.write_text(kube.kubectl(*export.split()[1:]))
     code, out, _ = run("diff", "demo", "--repo", str(work), "--live-file", str(snap))
     assert code == 0 and "in sync" in out and "note:" not in out
+
+
+PORTED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: api}
+  template:
+    metadata:
+      labels: {app: api}
+    spec:
+      containers:
+        - name: api
+          image: nginx:1.27
+          env:
+            - name: LOG_LEVEL
+              value: info
+          ports:
+            - containerPort: 8080
+"""
+
+
+def test_a_key_changed_live_is_one_value_not_an_item_removed_and_one_added(kube: Kube, tmp_path: Path) -> None:
+    """The API keys container ports by (containerPort, protocol) and env by name: a port changed by
+    ``kubectl patch`` and an env var renamed in ``kubectl edit`` read as an item removed plus one
+    added (the new item's defaulted ``protocol: TCP`` owned by kubectl-patch). Written so, git kept
+    the old port beside the new one. Now each is one change of the key, written on its own line."""
+    work = repo_with(tmp_path, {"api.yaml": PORTED},
+                     f"installation: demo\nnamespace: {kube.namespace}\ntrack:\n  Deployment: writeback\n")
+    kube.kubectl("apply", "-f", str(work / "hosts" / "demo" / "api.yaml"))
+    assert diff_json(work, kube.kubeconfig)[0] == 0
+    kube.kubectl("patch", "deployment/api", "--type", "json", "-p",
+                 '[{"op":"replace","path":"/spec/template/spec/containers/0/ports/0/containerPort","value":8081}]')
+    kube.edit("deployment/api", "s/name: LOG_LEVEL/name: LOGLEVEL/")
+    code, doc = diff_json(work, kube.kubeconfig)
+    assert (code, doc["errors"]) == (1, [])
+    c0 = "spec.template.spec.containers[0]"
+    found = by_path(doc)
+    assert sorted(p for _, p in found) == [f"{c0}.env[0].name", f"{c0}.ports[0].containerPort"]
+    port, env = found[("Deployment", f"{c0}.ports[0].containerPort")], found[("Deployment", f"{c0}.env[0].name")]
+    assert (port["git"], port["live"], port["direction"], port["manager"], port["action"]) == (
+        8080, 8081, "cluster", "kubectl-patch", "write")
+    assert (env["git"], env["live"], env["direction"], env["manager"], env["action"]) == (
+        "LOG_LEVEL", "LOGLEVEL", "cluster", "kubectl-edit", "write")
+    code, out, err = run("sync", "demo", "--repo", str(work), "--kubeconfig", str(kube.kubeconfig), "--mode", "dry-run")
+    assert (code, err) == (0, ""), out
+    assert "-            - name: LOG_LEVEL\n+            - name: LOGLEVEL\n" in out
+    assert "-            - containerPort: 8080\n+            - containerPort: 8081\n" in out
+    assert "protocol" not in out
