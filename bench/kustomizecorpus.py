@@ -326,6 +326,50 @@ LAYOUTS: tuple[Layout, ...] = (
                     f"{C0}.image", ("base/deployment.yaml", "        image: gcr.io/k8s-staging-metrics-server/metrics-server:master",
                                     "        image: gcr.io/k8s-staging-metrics-server/metrics-server:v0.8.0")),
            )),
+    # the google-cloud-operations component: eight inline strategic-merge patches (patches: - patch: |-) in one file, the
+    # frontend's setting four env values; v1.20 refuses the grpc probes of five of the patched Deployments, so the
+    # installation's own top deletes those five after the component has patched them (the tree is kept byte for byte)
+    Layout("microservices-demo-cloud-operations", "microservices-demo", "default",
+           top=("resources:\n"
+                + "".join(f"- base/{s}.yaml\n" for s in ("frontend", "checkoutservice", "currencyservice", "emailservice",
+                                                         "paymentservice", "productcatalogservice",
+                                                         "recommendationservice", "shippingservice"))
+                + "components:\n- components/google-cloud-operations\npatches:\n"
+                + "".join(f"- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: {n}\n"
+                          "    $patch: delete\n"
+                          for n in ("checkoutservice", "currencyservice", "emailservice", "paymentservice",
+                                    "productcatalogservice"))),
+           track=WB + (("ServiceAccount", "report"),),
+           edits=(
+               # four values of one inline patch (the frontend's), each its own line of the component's kustomization.yaml
+               Edit("Deployment", "frontend", ("set", "env", "ENABLE_TRACING=0"), f"{C0}.env[0].value",
+                    ("components/google-cloud-operations/kustomization.yaml", '                value: "1"',
+                     '                value: "0"'), nth=4),
+               Edit("Deployment", "frontend", ("set", "env", "COLLECTOR_SERVICE_ADDR=otel-gateway:4317"), f"{C0}.env[1].value",
+                    ("components/google-cloud-operations/kustomization.yaml",
+                     '                value: "opentelemetrycollector:4317"', '                value: "otel-gateway:4317"'),
+                    nth=3),
+               Edit("Deployment", "frontend", ("edit", "value: frontend\n", "value: boutique-frontend\n"), f"{C0}.env[2].value",
+                    ("components/google-cloud-operations/kustomization.yaml", '                value: "frontend"',
+                     '                value: "boutique-frontend"')),
+               # ENABLE_PROFILER is "0" in base/frontend.yaml: the component's patch is applied last
+               Edit("Deployment", "frontend", ("set", "env", "ENABLE_PROFILER=0"), f"{C0}.env[3].value",
+                    ("components/google-cloud-operations/kustomization.yaml", '                value: "1"',
+                     '                value: "0"'), nth=5),
+               # another inline patch of the same file, and the base file of the same object
+               Edit("Deployment", "recommendationservice", ("edit", "value: recommendationservice\n", "value: recs\n"),
+                    f"{C0}.env[1].value", ("components/google-cloud-operations/kustomization.yaml",
+                                           '                value: "recommendationservice"', '                value: "recs"')),
+               Edit("Deployment", "recommendationservice", ("set", "image",
+                                                           "server=gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1"),
+                    f"{C0}.image", ("base/recommendationservice.yaml",
+                                    "        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.0",
+                                    "        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1")),
+               Edit("Deployment", "shippingservice", ("patch", "--type", "json", "-p",
+                                                     '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/limits/memory","value":"256Mi"}]'),
+                    f"{C0}.resources.limits.memory",
+                    ("base/shippingservice.yaml", "            memory: 128Mi", "            memory: 256Mi")),
+           )),
 )
 
 

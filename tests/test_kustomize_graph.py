@@ -178,6 +178,56 @@ def test_inline_json6902_of_a_component_two_edits_of_one_patch_and_a_shell_varia
         "hosts/t/base/loadgenerator.yaml": ['-          value: "frontend:80"', '+          value: "frontend:8080"']}
 
 
+
+#: microservices-demo with the google-cloud-operations component; the five Deployments whose grpc probes v1.20
+#: refuses are deleted by the installation's top (as in bench/kustomizecorpus.py)
+GCO_TOP = ("resources:\n"
+           + "".join(f"- base/{s}.yaml\n" for s in ("frontend", "checkoutservice", "currencyservice", "emailservice",
+                                                    "paymentservice", "productcatalogservice", "recommendationservice",
+                                                    "shippingservice"))
+           + "components:\n- components/google-cloud-operations\npatches:\n"
+           + "".join(f"- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: {n}\n"
+                     "    $patch: delete\n" for n in ("checkoutservice", "currencyservice", "emailservice",
+                                                      "paymentservice", "productcatalogservice")))
+
+
+def test_several_values_of_one_inline_strategic_merge_patch_each_its_own_line(tmp_path: Path) -> None:
+    """microservices-demo's google-cloud-operations component: eight inline strategic-merge patches
+    (``patches: - patch: |-``) in one kustomization.yaml; four values of the frontend's patch, one of
+    the recommendationservice's, each written into its own line (lines equal to others' in the other
+    patches are left alone); the base file's image of the same object; the base's ENABLE_PROFILER "0"
+    is overridden by the component's "1"."""
+    repo = layout(tmp_path, "microservices-demo", GCO_TOP)
+    m = load(repo, "default")
+    front, recs = obj(m, "Deployment", "frontend"), obj(m, "Deployment", "recommendationservice")
+    drifts = [placed(m, front, C0 + ("env", 0, "value"), "0"),
+              placed(m, front, C0 + ("env", 1, "value"), "otel-gateway:4317"),
+              placed(m, front, C0 + ("env", 2, "value"), "boutique-frontend"),
+              placed(m, front, C0 + ("env", 3, "value"), "0"),
+              placed(m, recs, C0 + ("env", 1, "value"), "recs"),
+              placed(m, recs, C0 + ("image",), "gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1")]
+    gco = "hosts/t/components/google-cloud-operations/kustomization.yaml"
+    assert [(d.file, d.action) for d in drifts] == [(gco, Action.WRITE)] * 5 + [
+        ("hosts/t/base/recommendationservice.yaml", Action.WRITE)]
+    lines, refused = written(repo, m, drifts)
+    assert refused == []
+    assert lines == {
+        gco: ['-                value: "1"', '+                value: "0"',
+              '-                value: "opentelemetrycollector:4317"', '+                value: "otel-gateway:4317"',
+              '-                value: "frontend"', '+                value: "boutique-frontend"',
+              '-                value: "1"', '+                value: "0"',
+              '-                value: "recommendationservice"', '+                value: "recs"'],
+        "hosts/t/base/recommendationservice.yaml": [
+            "-        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.0",
+            "+        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1"]}
+    # each in its own patch: the lines changed are the frontend's 94, 96, 98, 100 and the recommendationservice's 156
+    refused2: list[tuple[Drift, str]] = []
+    _, changes = proved(m.source, repo, "t", drifts, m.objects, [], Caches(), refused2)
+    [change] = [c for c in changes if c.file == gco]
+    old, new = change.old.split("\n"), change.new.split("\n")
+    assert [i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b] == [94, 96, 98, 100, 156]
+
+
 SMALL = {
     "base/kustomization.yaml": """\
         resources: [web.yaml]
