@@ -370,6 +370,41 @@ LAYOUTS: tuple[Layout, ...] = (
                     f"{C0}.resources.limits.memory",
                     ("base/shippingservice.yaml", "            memory: 128Mi", "            memory: 256Mi")),
            )),
+    # kubeflow's models web app: the overlay's configMapGenerator replaces the base's generated map (behavior: replace,
+    # disableNameSuffixHash): a literal is written into the overlay's line, never into the base's (which sets
+    # GRAFANA_PREFIX too, quoted); a component patches the base's Deployment; the overlay's JSON 6902 patch of the
+    # VirtualService replaces /spec/gateways twice, with the same text: the second is the one applied last
+    Layout("kubeflow-models-web-app-replace", "kubeflow-models-web-app", "kubeflow",
+           top="resources:\n  - overlays/kubeflow\n", namespaces=("kubeflow",),
+           crds=(("networking.istio.io", "v1beta1", "VirtualService", "virtualservices"), ISTIO[1]),
+           track=WB + (("ServiceAccount", "report"), ("ClusterRole", "report"), ("ClusterRoleBinding", "report"),
+                       ("VirtualService", "writeback"), ("AuthorizationPolicy", "report")),
+           edits=(
+               Edit("ConfigMap", "kserve-models-web-application-config",
+                    ("patch", "--type", "merge", "-p", '{"data":{"APP_PREFIX":"/models"}}'), "data.APP_PREFIX",
+                    ("overlays/kubeflow/kustomization.yaml", "  - APP_PREFIX=/kserve-endpoints", "  - APP_PREFIX=/models")),
+               Edit("ConfigMap", "kserve-models-web-application-config",
+                    ("edit", "GRAFANA_PREFIX: /grafana", "GRAFANA_PREFIX: /dashboards"), "data.GRAFANA_PREFIX",
+                    ("overlays/kubeflow/kustomization.yaml", "  - GRAFANA_PREFIX=/grafana",
+                     "  - GRAFANA_PREFIX=/dashboards")),
+               Edit("ConfigMap", "kserve-models-web-application-config",
+                    ("patch", "--type", "merge", "-p", '{"data":{"USERID_HEADER":"x-user"}}'), "data.USERID_HEADER",
+                    ("overlays/kubeflow/kustomization.yaml", "  - USERID_HEADER=kubeflow-userid", "  - USERID_HEADER=x-user")),
+               Edit("Deployment", "kserve-models-web-application",
+                    ("set", "image", "kserve-models-web-application=ghcr.io/kserve/models-web-app:0.16.2"), f"{C0}.image",
+                    ("base/kustomization.yaml", "  newTag: 0.16.1", "  newTag: 0.16.2")),
+               Edit("Deployment", "kserve-models-web-application",
+                    ("set", "env", "GUNICORN_CMD_ARGS=--limit-request-field_size 64000"), f"{C0}.env[0].value",
+                    ("base/deployment.yaml", "            value: --limit-request-field_size 32000",
+                     "            value: --limit-request-field_size 64000")),
+               Edit("Deployment", "kserve-models-web-application", ("scale", "--replicas=2"), "spec.replicas",
+                    ("base/deployment.yaml", "  replicas: 1", "  replicas: 2")),
+               Edit("VirtualService", "kserve-models-web-application",
+                    ("patch", "--type", "json", "-p",
+                     '[{"op":"replace","path":"/spec/gateways/0","value":"kubeflow/models-gateway"}]'),
+                    "spec.gateways[0]", ("overlays/kubeflow/patches/web-application-vsvc.yaml",
+                                         "    - kubeflow/kubeflow-gateway", "    - kubeflow/models-gateway"), nth=1),
+           )),
 )
 
 

@@ -228,6 +228,35 @@ def test_several_values_of_one_inline_strategic_merge_patch_each_its_own_line(tm
     assert [i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b] == [94, 96, 98, 100, 156]
 
 
+
+def test_behavior_replace_of_a_generated_map_in_an_overlay_writes_the_overlays_literal(tmp_path: Path) -> None:
+    """kubeflow's models web app: the overlay's configMapGenerator replaces the base's map (``behavior:
+    replace``, no hash): each literal is the overlay's line, never the base's (which sets GRAFANA_PREFIX
+    too, quoted); the overlay's JSON 6902 patch replaces ``/spec/gateways`` twice with the same text:
+    the second, applied last, is written."""
+    repo = layout(tmp_path, "kubeflow-models-web-app", "resources:\n  - overlays/kubeflow\n")
+    m = load(repo, "kubeflow")
+    cm = obj(m, "ConfigMap", "kserve-models-web-application-config")
+    vs = obj(m, "VirtualService", "kserve-models-web-application")
+    drifts = [placed(m, cm, ("data", "APP_PREFIX"), "/models"),
+              placed(m, cm, ("data", "GRAFANA_PREFIX"), "/dashboards"),
+              placed(m, vs, ("spec", "gateways", 0), "kubeflow/models-gateway")]
+    overlay = "hosts/t/overlays/kubeflow/kustomization.yaml"
+    patch = "hosts/t/overlays/kubeflow/patches/web-application-vsvc.yaml"
+    assert [(d.file, d.action) for d in drifts] == [(overlay, Action.WRITE), (overlay, Action.WRITE),
+                                                    (patch, Action.WRITE)]
+    lines, refused = written(repo, m, drifts)
+    assert refused == []
+    assert lines == {
+        overlay: ["-  - APP_PREFIX=/kserve-endpoints", "-  - GRAFANA_PREFIX=/grafana",
+                  "+  - APP_PREFIX=/models", "+  - GRAFANA_PREFIX=/dashboards"],
+        patch: ["-    - kubeflow/kubeflow-gateway", "+    - kubeflow/models-gateway"]}
+    _, changes = proved(m.source, repo, "t", drifts, m.objects, [], Caches(), [])
+    [change] = [c for c in changes if c.file == patch]
+    old, new = change.old.split("\n"), change.new.split("\n")
+    assert [i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b] == [14]
+
+
 SMALL = {
     "base/kustomization.yaml": """\
         resources: [web.yaml]
