@@ -405,6 +405,19 @@ LAYOUTS: tuple[Layout, ...] = (
                     "spec.gateways[0]", ("overlays/kubeflow/patches/web-application-vsvc.yaml",
                                          "    - kubeflow/kubeflow-gateway", "    - kubeflow/models-gateway"), nth=1),
            )),
+    # an nginx.conf as a configMapGenerator files: source (name hashed; it holds ``server_tokens off;``, no secret), its
+    # Deployment and Service; the tree's own kustomization.yml is the installation's
+    Layout("saleor-nginx-conf", "saleor-nginx", "default", track=WB,
+           edits=(
+               Edit("ConfigMap", "nginx-conf", ("edit", "worker_connections 1024;", "worker_connections 4096;"),
+                    "data.nginx.conf", ("nginx.conf", "   worker_connections 1024;", "   worker_connections 4096;")),
+               Edit("Deployment", "nginx", ("set", "image", "nginx=nginx:1.27"), f"{C0}.image",
+                    ("nginx.yml", "        image: nginx:latest", "        image: nginx:1.27")),
+               Edit("Deployment", "nginx", ("patch", "--type", "json", "-p",
+                                           '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/requests/memory","value":"256M"}]'),
+                    f"{C0}.resources.requests.memory",
+                    ("nginx.yml", '            memory: "128M"', '            memory: "256M"')),
+           )),
 )
 
 
