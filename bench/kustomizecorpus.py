@@ -418,6 +418,33 @@ LAYOUTS: tuple[Layout, ...] = (
                     f"{C0}.resources.requests.memory",
                     ("nginx.yml", '            memory: "128M"', '            memory: "256M"')),
            )),
+    # two sibling overlays (namePrefix production-/staging-) over one base, each with a deployment-patch.yaml setting
+    # replicas (3 and 2) and a configmap-patch.yaml (both setting the same URI text); the base's Secret holds text that
+    # is not base64 in data:, which no API server accepts: the installation's top deletes both variants' Secrets
+    Layout("sureshdsk-sibling-overlays-replicas", "sureshdsk-django", "default",
+           top=("resources:\n  - overlays/production\n  - overlays/staging\npatches:\n"
+                + "".join(f"  - patch: |-\n      apiVersion: v1\n      kind: Secret\n      metadata:\n        name: {n}\n"
+                          "      $patch: delete\n" for n in ("production-django-secret", "staging-django-secret"))),
+           track=WB,
+           edits=(
+               Edit("Deployment", "production-django-app", ("scale", "--replicas=4"), "spec.replicas",
+                    ("overlays/production/deployment-patch.yaml", "  replicas: 3", "  replicas: 4")),
+               Edit("Deployment", "staging-django-app", ("scale", "--replicas=1"), "spec.replicas",
+                    ("overlays/staging/deployment-patch.yaml", "  replicas: 2", "  replicas: 1")),
+               Edit("ConfigMap", "production-django-configmap", ("patch", "--type", "merge", "-p", '{"data":{"DEBUG":"True"}}'),
+                    "data.DEBUG", ("overlays/production/configmap-patch.yaml", '  DEBUG: "False"', '  DEBUG: "True"')),
+               Edit("ConfigMap", "staging-django-configmap",
+                    ("edit", "http://staging.192.168.0.139.sslip.io", "http://stage.192.168.0.139.sslip.io"),
+                    "data.DJANGO_AUTH_PUBLIC_URI", ("overlays/staging/configmap-patch.yaml",
+                                                    '  DJANGO_AUTH_PUBLIC_URI: "http://staging.192.168.0.139.sslip.io"',
+                                                    '  DJANGO_AUTH_PUBLIC_URI: "http://stage.192.168.0.139.sslip.io"')),
+               # the base's DEBUG line reaches staging only (production's patch sets its own): it is staging's line
+               Edit("ConfigMap", "staging-django-configmap", ("patch", "--type", "merge", "-p", '{"data":{"DEBUG":"False"}}'),
+                    "data.DEBUG", ("base/configmap.yaml", '  DEBUG: "True"', '  DEBUG: "False"')),
+               # the base's image is shared by both variants: no single line may change
+               Edit("Deployment", "staging-django-app", ("set", "image", "django-app=kubernetes-django:v2"),
+                    f"{C0}.image", None),
+           )),
 )
 
 

@@ -257,6 +257,40 @@ def test_behavior_replace_of_a_generated_map_in_an_overlay_writes_the_overlays_l
     assert [i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b] == [14]
 
 
+
+SURESHDSK_TOP = ("resources:\n  - overlays/production\n  - overlays/staging\npatches:\n"
+                 + "".join(f"  - patch: |-\n      apiVersion: v1\n      kind: Secret\n      metadata:\n        name: {n}\n"
+                           "      $patch: delete\n" for n in ("production-django-secret", "staging-django-secret")))
+
+
+def test_sibling_overlays_whose_same_named_patch_files_both_set_replicas(tmp_path: Path) -> None:
+    """sureshdsk's kustomize example: overlays/production and overlays/staging each patch the base's
+    Deployment with a deployment-patch.yaml (replicas 3 and 2) and its ConfigMap with a
+    configmap-patch.yaml holding the same URI line; each variant's value goes into its own overlay's
+    file; the base's DEBUG line, overridden by production only, is staging's; the base's image, shared
+    by both, is refused."""
+    repo = layout(tmp_path, "sureshdsk-django", SURESHDSK_TOP)
+    m = load(repo, "default")
+    prod, stg = obj(m, "Deployment", "production-django-app"), obj(m, "Deployment", "staging-django-app")
+    stg_cm = obj(m, "ConfigMap", "staging-django-configmap")
+    drifts = [placed(m, prod, ("spec", "replicas"), 4), placed(m, stg, ("spec", "replicas"), 1),
+              placed(m, stg_cm, ("data", "DJANGO_AUTH_PUBLIC_URI"), "http://stage.192.168.0.139.sslip.io"),
+              placed(m, stg_cm, ("data", "DEBUG"), "False"),
+              placed(m, stg, C0 + ("image",), "kubernetes-django:v2")]
+    assert [d.file for d in drifts[:4]] == [
+        "hosts/t/overlays/production/deployment-patch.yaml", "hosts/t/overlays/staging/deployment-patch.yaml",
+        "hosts/t/overlays/staging/configmap-patch.yaml", "hosts/t/base/configmap.yaml"]
+    lines, refused = written(repo, m, drifts)
+    assert lines == {
+        "hosts/t/overlays/production/deployment-patch.yaml": ["-  replicas: 3", "+  replicas: 4"],
+        "hosts/t/overlays/staging/deployment-patch.yaml": ["-  replicas: 2", "+  replicas: 1"],
+        "hosts/t/overlays/staging/configmap-patch.yaml": [
+            '-  DJANGO_AUTH_PUBLIC_URI: "http://staging.192.168.0.139.sslip.io"',
+            '+  DJANGO_AUTH_PUBLIC_URI: "http://stage.192.168.0.139.sslip.io"'],
+        "hosts/t/base/configmap.yaml": ['-  DEBUG: "True"', '+  DEBUG: "False"']}
+    assert [path for path, _ in refused] == ["spec.template.spec.containers[0].image"]
+
+
 SMALL = {
     "base/kustomization.yaml": """\
         resources: [web.yaml]
