@@ -77,13 +77,14 @@ class Layout:
     namespace: str  # the config's default namespace
     top: str = ""  # the installation's own kustomization.yaml ("" = the tree's root is the kustomization)
     track: tuple[tuple[str, str], ...] = ()
-    crds: tuple[tuple[str, str, str, str], ...] = ()  # (group, version, kind, plural), namespaced
+    crds: tuple[tuple[str, str, str, str], ...] = ()  # (group, "version[,version...]", kind, plural), namespaced
     namespaces: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()
 
 
 WB = (("ConfigMap", "writeback"), ("Deployment", "writeback"), ("Service", "report"), ("Secret", "report"))
-ISTIO = (("networking.istio.io", "v1alpha3", "VirtualService", "virtualservices"),
+#: CRDs are cluster-wide, shared by every layout of a run: each serves every version a layout uses (the first stores)
+ISTIO = (("networking.istio.io", "v1alpha3,v1beta1", "VirtualService", "virtualservices"),
          ("security.istio.io", "v1beta1", "AuthorizationPolicy", "authorizationpolicies"))
 C0 = "spec.template.spec.containers[0]"
 
@@ -375,8 +376,7 @@ LAYOUTS: tuple[Layout, ...] = (
     # GRAFANA_PREFIX too, quoted); a component patches the base's Deployment; the overlay's JSON 6902 patch of the
     # VirtualService replaces /spec/gateways twice, with the same text: the second is the one applied last
     Layout("kubeflow-models-web-app-replace", "kubeflow-models-web-app", "kubeflow",
-           top="resources:\n  - overlays/kubeflow\n", namespaces=("kubeflow",),
-           crds=(("networking.istio.io", "v1beta1", "VirtualService", "virtualservices"), ISTIO[1]),
+           top="resources:\n  - overlays/kubeflow\n", namespaces=("kubeflow",), crds=ISTIO,
            track=WB + (("ServiceAccount", "report"), ("ClusterRole", "report"), ("ClusterRoleBinding", "report"),
                        ("VirtualService", "writeback"), ("AuthorizationPolicy", "report")),
            edits=(
@@ -619,8 +619,9 @@ class Bench:
                    "metadata": {"name": f"{plural}.{group}"},
                    "spec": {"group": group, "scope": "Namespaced",
                             "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-                            "versions": [{"name": version, "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+                            "versions": [{"name": v, "served": True, "storage": i == 0, "schema": {"openAPIV3Schema": {
+                                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+                                         for i, v in enumerate(version.split(","))]}}
             path = base / f"crd-{plural}.json"
             path.write_text(json.dumps(crd))
             self.kubectl("apply", "-f", str(path))
