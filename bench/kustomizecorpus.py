@@ -77,13 +77,14 @@ class Layout:
     namespace: str  # the config's default namespace
     top: str = ""  # the installation's own kustomization.yaml ("" = the tree's root is the kustomization)
     track: tuple[tuple[str, str], ...] = ()
-    crds: tuple[tuple[str, str, str, str], ...] = ()  # (group, version, kind, plural), namespaced
+    crds: tuple[tuple[str, str, str, str], ...] = ()  # (group, "version[,version...]", kind, plural), namespaced
     namespaces: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()
 
 
 WB = (("ConfigMap", "writeback"), ("Deployment", "writeback"), ("Service", "report"), ("Secret", "report"))
-ISTIO = (("networking.istio.io", "v1alpha3", "VirtualService", "virtualservices"),
+#: CRDs are cluster-wide, shared by every layout of a run: each serves every version a layout uses (the first stores)
+ISTIO = (("networking.istio.io", "v1alpha3,v1beta1", "VirtualService", "virtualservices"),
          ("security.istio.io", "v1beta1", "AuthorizationPolicy", "authorizationpolicies"))
 C0 = "spec.template.spec.containers[0]"
 
@@ -326,6 +327,124 @@ LAYOUTS: tuple[Layout, ...] = (
                     f"{C0}.image", ("base/deployment.yaml", "        image: gcr.io/k8s-staging-metrics-server/metrics-server:master",
                                     "        image: gcr.io/k8s-staging-metrics-server/metrics-server:v0.8.0")),
            )),
+    # the google-cloud-operations component: eight inline strategic-merge patches (patches: - patch: |-) in one file, the
+    # frontend's setting four env values; v1.20 refuses the grpc probes of five of the patched Deployments, so the
+    # installation's own top deletes those five after the component has patched them (the tree is kept byte for byte)
+    Layout("microservices-demo-cloud-operations", "microservices-demo", "default",
+           top=("resources:\n"
+                + "".join(f"- base/{s}.yaml\n" for s in ("frontend", "checkoutservice", "currencyservice", "emailservice",
+                                                         "paymentservice", "productcatalogservice",
+                                                         "recommendationservice", "shippingservice"))
+                + "components:\n- components/google-cloud-operations\npatches:\n"
+                + "".join(f"- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: {n}\n"
+                          "    $patch: delete\n"
+                          for n in ("checkoutservice", "currencyservice", "emailservice", "paymentservice",
+                                    "productcatalogservice"))),
+           track=WB + (("ServiceAccount", "report"),),
+           edits=(
+               # four values of one inline patch (the frontend's), each its own line of the component's kustomization.yaml
+               Edit("Deployment", "frontend", ("set", "env", "ENABLE_TRACING=0"), f"{C0}.env[0].value",
+                    ("components/google-cloud-operations/kustomization.yaml", '                value: "1"',
+                     '                value: "0"'), nth=4),
+               Edit("Deployment", "frontend", ("set", "env", "COLLECTOR_SERVICE_ADDR=otel-gateway:4317"), f"{C0}.env[1].value",
+                    ("components/google-cloud-operations/kustomization.yaml",
+                     '                value: "opentelemetrycollector:4317"', '                value: "otel-gateway:4317"'),
+                    nth=3),
+               Edit("Deployment", "frontend", ("edit", "value: frontend\n", "value: boutique-frontend\n"), f"{C0}.env[2].value",
+                    ("components/google-cloud-operations/kustomization.yaml", '                value: "frontend"',
+                     '                value: "boutique-frontend"')),
+               # ENABLE_PROFILER is "0" in base/frontend.yaml: the component's patch is applied last
+               Edit("Deployment", "frontend", ("set", "env", "ENABLE_PROFILER=0"), f"{C0}.env[3].value",
+                    ("components/google-cloud-operations/kustomization.yaml", '                value: "1"',
+                     '                value: "0"'), nth=5),
+               # another inline patch of the same file, and the base file of the same object
+               Edit("Deployment", "recommendationservice", ("edit", "value: recommendationservice\n", "value: recs\n"),
+                    f"{C0}.env[1].value", ("components/google-cloud-operations/kustomization.yaml",
+                                           '                value: "recommendationservice"', '                value: "recs"')),
+               Edit("Deployment", "recommendationservice", ("set", "image",
+                                                           "server=gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1"),
+                    f"{C0}.image", ("base/recommendationservice.yaml",
+                                    "        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.0",
+                                    "        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1")),
+               Edit("Deployment", "shippingservice", ("patch", "--type", "json", "-p",
+                                                     '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/limits/memory","value":"256Mi"}]'),
+                    f"{C0}.resources.limits.memory",
+                    ("base/shippingservice.yaml", "            memory: 128Mi", "            memory: 256Mi")),
+           )),
+    # kubeflow's models web app: the overlay's configMapGenerator replaces the base's generated map (behavior: replace,
+    # disableNameSuffixHash): a literal is written into the overlay's line, never into the base's (which sets
+    # GRAFANA_PREFIX too, quoted); a component patches the base's Deployment; the overlay's JSON 6902 patch of the
+    # VirtualService replaces /spec/gateways twice, with the same text: the second is the one applied last
+    Layout("kubeflow-models-web-app-replace", "kubeflow-models-web-app", "kubeflow",
+           top="resources:\n  - overlays/kubeflow\n", namespaces=("kubeflow",), crds=ISTIO,
+           track=WB + (("ServiceAccount", "report"), ("ClusterRole", "report"), ("ClusterRoleBinding", "report"),
+                       ("VirtualService", "writeback"), ("AuthorizationPolicy", "report")),
+           edits=(
+               Edit("ConfigMap", "kserve-models-web-application-config",
+                    ("patch", "--type", "merge", "-p", '{"data":{"APP_PREFIX":"/models"}}'), "data.APP_PREFIX",
+                    ("overlays/kubeflow/kustomization.yaml", "  - APP_PREFIX=/kserve-endpoints", "  - APP_PREFIX=/models")),
+               Edit("ConfigMap", "kserve-models-web-application-config",
+                    ("edit", "GRAFANA_PREFIX: /grafana", "GRAFANA_PREFIX: /dashboards"), "data.GRAFANA_PREFIX",
+                    ("overlays/kubeflow/kustomization.yaml", "  - GRAFANA_PREFIX=/grafana",
+                     "  - GRAFANA_PREFIX=/dashboards")),
+               Edit("ConfigMap", "kserve-models-web-application-config",
+                    ("patch", "--type", "merge", "-p", '{"data":{"USERID_HEADER":"x-user"}}'), "data.USERID_HEADER",
+                    ("overlays/kubeflow/kustomization.yaml", "  - USERID_HEADER=kubeflow-userid", "  - USERID_HEADER=x-user")),
+               Edit("Deployment", "kserve-models-web-application",
+                    ("set", "image", "kserve-models-web-application=ghcr.io/kserve/models-web-app:0.16.2"), f"{C0}.image",
+                    ("base/kustomization.yaml", "  newTag: 0.16.1", "  newTag: 0.16.2")),
+               Edit("Deployment", "kserve-models-web-application",
+                    ("set", "env", "GUNICORN_CMD_ARGS=--limit-request-field_size 64000"), f"{C0}.env[0].value",
+                    ("base/deployment.yaml", "            value: --limit-request-field_size 32000",
+                     "            value: --limit-request-field_size 64000")),
+               Edit("Deployment", "kserve-models-web-application", ("scale", "--replicas=2"), "spec.replicas",
+                    ("base/deployment.yaml", "  replicas: 1", "  replicas: 2")),
+               Edit("VirtualService", "kserve-models-web-application",
+                    ("patch", "--type", "json", "-p",
+                     '[{"op":"replace","path":"/spec/gateways/0","value":"kubeflow/models-gateway"}]'),
+                    "spec.gateways[0]", ("overlays/kubeflow/patches/web-application-vsvc.yaml",
+                                         "    - kubeflow/kubeflow-gateway", "    - kubeflow/models-gateway"), nth=1),
+           )),
+    # an nginx.conf as a configMapGenerator files: source (name hashed; it holds ``server_tokens off;``, no secret), its
+    # Deployment and Service; the tree's own kustomization.yml is the installation's
+    Layout("saleor-nginx-conf", "saleor-nginx", "default", track=WB,
+           edits=(
+               Edit("ConfigMap", "nginx-conf", ("edit", "worker_connections 1024;", "worker_connections 4096;"),
+                    "data.nginx.conf", ("nginx.conf", "   worker_connections 1024;", "   worker_connections 4096;")),
+               Edit("Deployment", "nginx", ("set", "image", "nginx=nginx:1.27"), f"{C0}.image",
+                    ("nginx.yml", "        image: nginx:latest", "        image: nginx:1.27")),
+               Edit("Deployment", "nginx", ("patch", "--type", "json", "-p",
+                                           '[{"op":"replace","path":"/spec/template/spec/containers/0/resources/requests/memory","value":"256M"}]'),
+                    f"{C0}.resources.requests.memory",
+                    ("nginx.yml", '            memory: "128M"', '            memory: "256M"')),
+           )),
+    # two sibling overlays (namePrefix production-/staging-) over one base, each with a deployment-patch.yaml setting
+    # replicas (3 and 2) and a configmap-patch.yaml (both setting the same URI text); the base's Secret holds text that
+    # is not base64 in data:, which no API server accepts: the installation's top deletes both variants' Secrets
+    Layout("sureshdsk-sibling-overlays-replicas", "sureshdsk-django", "default",
+           top=("resources:\n  - overlays/production\n  - overlays/staging\npatches:\n"
+                + "".join(f"  - patch: |-\n      apiVersion: v1\n      kind: Secret\n      metadata:\n        name: {n}\n"
+                          "      $patch: delete\n" for n in ("production-django-secret", "staging-django-secret"))),
+           track=WB,
+           edits=(
+               Edit("Deployment", "production-django-app", ("scale", "--replicas=4"), "spec.replicas",
+                    ("overlays/production/deployment-patch.yaml", "  replicas: 3", "  replicas: 4")),
+               Edit("Deployment", "staging-django-app", ("scale", "--replicas=1"), "spec.replicas",
+                    ("overlays/staging/deployment-patch.yaml", "  replicas: 2", "  replicas: 1")),
+               Edit("ConfigMap", "production-django-configmap", ("patch", "--type", "merge", "-p", '{"data":{"DEBUG":"True"}}'),
+                    "data.DEBUG", ("overlays/production/configmap-patch.yaml", '  DEBUG: "False"', '  DEBUG: "True"')),
+               Edit("ConfigMap", "staging-django-configmap",
+                    ("edit", "http://staging.192.168.0.139.sslip.io", "http://stage.192.168.0.139.sslip.io"),
+                    "data.DJANGO_AUTH_PUBLIC_URI", ("overlays/staging/configmap-patch.yaml",
+                                                    '  DJANGO_AUTH_PUBLIC_URI: "http://staging.192.168.0.139.sslip.io"',
+                                                    '  DJANGO_AUTH_PUBLIC_URI: "http://stage.192.168.0.139.sslip.io"')),
+               # the base's DEBUG line reaches staging only (production's patch sets its own): it is staging's line
+               Edit("ConfigMap", "staging-django-configmap", ("patch", "--type", "merge", "-p", '{"data":{"DEBUG":"False"}}'),
+                    "data.DEBUG", ("base/configmap.yaml", '  DEBUG: "True"', '  DEBUG: "False"')),
+               # the base's image is shared by both variants: no single line may change
+               Edit("Deployment", "staging-django-app", ("set", "image", "django-app=kubernetes-django:v2"),
+                    f"{C0}.image", None),
+           )),
 )
 
 
@@ -500,8 +619,9 @@ class Bench:
                    "metadata": {"name": f"{plural}.{group}"},
                    "spec": {"group": group, "scope": "Namespaced",
                             "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-                            "versions": [{"name": version, "served": True, "storage": True, "schema": {"openAPIV3Schema": {
-                                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+                            "versions": [{"name": v, "served": True, "storage": i == 0, "schema": {"openAPIV3Schema": {
+                                "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+                                         for i, v in enumerate(version.split(","))]}}
             path = base / f"crd-{plural}.json"
             path.write_text(json.dumps(crd))
             self.kubectl("apply", "-f", str(path))

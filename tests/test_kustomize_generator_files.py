@@ -7,12 +7,13 @@ renders every tree; no API server (the real-API run is ``bench/kustomizecorpus.p
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.test_kustomize import KUBECTL, _real_kubectl  # noqa: F401  (the fixture: the real kubectl)
-from tests.test_kustomize_graph import C0, layout, load, obj, placed, written
+from tests.test_kustomize_graph import C0, CORPUS, layout, load, obj, placed, written
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl (kustomize) not installed")
 #: podinfo-cache's own kustomization.yaml is the tree's root: kept as it is (layout() writes the top)
@@ -93,3 +94,23 @@ def test_lines_of_shell_scripts_behind_unhashed_generators_are_written_into_the_
         "hosts/t/bases/database/scripts/rollup.sh": ["-  sleep 10", "+  sleep 20"],
         "hosts/t/bases/database/deployment-replica.yaml": ["-        image: ghcr.io/stefanprodan/podinfo:6.10.2",
                                                            "+        image: ghcr.io/stefanprodan/podinfo:6.11.1"]}
+
+
+def test_a_line_of_a_generated_nginx_conf_is_written_into_the_conf_file(tmp_path: Path) -> None:
+    """saleor's nginx kustomization (its own ``kustomization.yml`` is the installation's): a changed
+    directive of the ``nginx.conf`` behind a hashed generator is that file's line (that its
+    ``server_tokens off;`` is no secret: tests/test_secret_lines.py)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(CORPUS / "saleor-nginx", repo / "hosts" / "t")
+    m = load(repo, "default")
+    conf = obj(m, "ConfigMap", "nginx-conf")
+    assert conf.ref.name != "nginx-conf"  # hashed
+    text = conf.data["data"]["nginx.conf"].replace("worker_connections 1024;", "worker_connections 4096;")
+    workers = placed(m, conf, ("data", "nginx.conf"), text)
+    image = placed(m, obj(m, "Deployment", "nginx"), C0 + ("image",), "nginx:1.27")
+    assert [(d.file, d.action.value) for d in (workers, image)] == [("hosts/t/nginx.conf", "write"),
+                                                                     ("hosts/t/nginx.yml", "write")]
+    lines, refused = written(repo, m, [workers, image])
+    assert refused == []
+    assert lines == {"hosts/t/nginx.conf": ["-   worker_connections 1024;", "+   worker_connections 4096;"],
+                     "hosts/t/nginx.yml": ["-        image: nginx:latest", "+        image: nginx:1.27"]}

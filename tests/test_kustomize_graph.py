@@ -178,6 +178,119 @@ def test_inline_json6902_of_a_component_two_edits_of_one_patch_and_a_shell_varia
         "hosts/t/base/loadgenerator.yaml": ['-          value: "frontend:80"', '+          value: "frontend:8080"']}
 
 
+
+#: microservices-demo with the google-cloud-operations component; the five Deployments whose grpc probes v1.20
+#: refuses are deleted by the installation's top (as in bench/kustomizecorpus.py)
+GCO_TOP = ("resources:\n"
+           + "".join(f"- base/{s}.yaml\n" for s in ("frontend", "checkoutservice", "currencyservice", "emailservice",
+                                                    "paymentservice", "productcatalogservice", "recommendationservice",
+                                                    "shippingservice"))
+           + "components:\n- components/google-cloud-operations\npatches:\n"
+           + "".join(f"- patch: |-\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata:\n      name: {n}\n"
+                     "    $patch: delete\n" for n in ("checkoutservice", "currencyservice", "emailservice",
+                                                      "paymentservice", "productcatalogservice")))
+
+
+def test_several_values_of_one_inline_strategic_merge_patch_each_its_own_line(tmp_path: Path) -> None:
+    """microservices-demo's google-cloud-operations component: eight inline strategic-merge patches
+    (``patches: - patch: |-``) in one kustomization.yaml; four values of the frontend's patch, one of
+    the recommendationservice's, each written into its own line (lines equal to others' in the other
+    patches are left alone); the base file's image of the same object; the base's ENABLE_PROFILER "0"
+    is overridden by the component's "1"."""
+    repo = layout(tmp_path, "microservices-demo", GCO_TOP)
+    m = load(repo, "default")
+    front, recs = obj(m, "Deployment", "frontend"), obj(m, "Deployment", "recommendationservice")
+    drifts = [placed(m, front, C0 + ("env", 0, "value"), "0"),
+              placed(m, front, C0 + ("env", 1, "value"), "otel-gateway:4317"),
+              placed(m, front, C0 + ("env", 2, "value"), "boutique-frontend"),
+              placed(m, front, C0 + ("env", 3, "value"), "0"),
+              placed(m, recs, C0 + ("env", 1, "value"), "recs"),
+              placed(m, recs, C0 + ("image",), "gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1")]
+    gco = "hosts/t/components/google-cloud-operations/kustomization.yaml"
+    assert [(d.file, d.action) for d in drifts] == [(gco, Action.WRITE)] * 5 + [
+        ("hosts/t/base/recommendationservice.yaml", Action.WRITE)]
+    lines, refused = written(repo, m, drifts)
+    assert refused == []
+    assert lines == {
+        gco: ['-                value: "1"', '+                value: "0"',
+              '-                value: "opentelemetrycollector:4317"', '+                value: "otel-gateway:4317"',
+              '-                value: "frontend"', '+                value: "boutique-frontend"',
+              '-                value: "1"', '+                value: "0"',
+              '-                value: "recommendationservice"', '+                value: "recs"'],
+        "hosts/t/base/recommendationservice.yaml": [
+            "-        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.0",
+            "+        image: gcr.io/google-samples/microservices-demo/recommendationservice:v0.4.1"]}
+    # each in its own patch: the lines changed are the frontend's 94, 96, 98, 100 and the recommendationservice's 156
+    refused2: list[tuple[Drift, str]] = []
+    _, changes = proved(m.source, repo, "t", drifts, m.objects, [], Caches(), refused2)
+    [change] = [c for c in changes if c.file == gco]
+    old, new = change.old.split("\n"), change.new.split("\n")
+    assert [i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b] == [94, 96, 98, 100, 156]
+
+
+
+def test_behavior_replace_of_a_generated_map_in_an_overlay_writes_the_overlays_literal(tmp_path: Path) -> None:
+    """kubeflow's models web app: the overlay's configMapGenerator replaces the base's map (``behavior:
+    replace``, no hash): each literal is the overlay's line, never the base's (which sets GRAFANA_PREFIX
+    too, quoted); the overlay's JSON 6902 patch replaces ``/spec/gateways`` twice with the same text:
+    the second, applied last, is written."""
+    repo = layout(tmp_path, "kubeflow-models-web-app", "resources:\n  - overlays/kubeflow\n")
+    m = load(repo, "kubeflow")
+    cm = obj(m, "ConfigMap", "kserve-models-web-application-config")
+    vs = obj(m, "VirtualService", "kserve-models-web-application")
+    drifts = [placed(m, cm, ("data", "APP_PREFIX"), "/models"),
+              placed(m, cm, ("data", "GRAFANA_PREFIX"), "/dashboards"),
+              placed(m, vs, ("spec", "gateways", 0), "kubeflow/models-gateway")]
+    overlay = "hosts/t/overlays/kubeflow/kustomization.yaml"
+    patch = "hosts/t/overlays/kubeflow/patches/web-application-vsvc.yaml"
+    assert [(d.file, d.action) for d in drifts] == [(overlay, Action.WRITE), (overlay, Action.WRITE),
+                                                    (patch, Action.WRITE)]
+    lines, refused = written(repo, m, drifts)
+    assert refused == []
+    assert lines == {
+        overlay: ["-  - APP_PREFIX=/kserve-endpoints", "-  - GRAFANA_PREFIX=/grafana",
+                  "+  - APP_PREFIX=/models", "+  - GRAFANA_PREFIX=/dashboards"],
+        patch: ["-    - kubeflow/kubeflow-gateway", "+    - kubeflow/models-gateway"]}
+    _, changes = proved(m.source, repo, "t", drifts, m.objects, [], Caches(), [])
+    [change] = [c for c in changes if c.file == patch]
+    old, new = change.old.split("\n"), change.new.split("\n")
+    assert [i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b] == [14]
+
+
+
+SURESHDSK_TOP = ("resources:\n  - overlays/production\n  - overlays/staging\npatches:\n"
+                 + "".join(f"  - patch: |-\n      apiVersion: v1\n      kind: Secret\n      metadata:\n        name: {n}\n"
+                           "      $patch: delete\n" for n in ("production-django-secret", "staging-django-secret")))
+
+
+def test_sibling_overlays_whose_same_named_patch_files_both_set_replicas(tmp_path: Path) -> None:
+    """sureshdsk's kustomize example: overlays/production and overlays/staging each patch the base's
+    Deployment with a deployment-patch.yaml (replicas 3 and 2) and its ConfigMap with a
+    configmap-patch.yaml holding the same URI line; each variant's value goes into its own overlay's
+    file; the base's DEBUG line, overridden by production only, is staging's; the base's image, shared
+    by both, is refused."""
+    repo = layout(tmp_path, "sureshdsk-django", SURESHDSK_TOP)
+    m = load(repo, "default")
+    prod, stg = obj(m, "Deployment", "production-django-app"), obj(m, "Deployment", "staging-django-app")
+    stg_cm = obj(m, "ConfigMap", "staging-django-configmap")
+    drifts = [placed(m, prod, ("spec", "replicas"), 4), placed(m, stg, ("spec", "replicas"), 1),
+              placed(m, stg_cm, ("data", "DJANGO_AUTH_PUBLIC_URI"), "http://stage.192.168.0.139.sslip.io"),
+              placed(m, stg_cm, ("data", "DEBUG"), "False"),
+              placed(m, stg, C0 + ("image",), "kubernetes-django:v2")]
+    assert [d.file for d in drifts[:4]] == [
+        "hosts/t/overlays/production/deployment-patch.yaml", "hosts/t/overlays/staging/deployment-patch.yaml",
+        "hosts/t/overlays/staging/configmap-patch.yaml", "hosts/t/base/configmap.yaml"]
+    lines, refused = written(repo, m, drifts)
+    assert lines == {
+        "hosts/t/overlays/production/deployment-patch.yaml": ["-  replicas: 3", "+  replicas: 4"],
+        "hosts/t/overlays/staging/deployment-patch.yaml": ["-  replicas: 2", "+  replicas: 1"],
+        "hosts/t/overlays/staging/configmap-patch.yaml": [
+            '-  DJANGO_AUTH_PUBLIC_URI: "http://staging.192.168.0.139.sslip.io"',
+            '+  DJANGO_AUTH_PUBLIC_URI: "http://stage.192.168.0.139.sslip.io"'],
+        "hosts/t/base/configmap.yaml": ['-  DEBUG: "True"', '+  DEBUG: "False"']}
+    assert [path for path, _ in refused] == ["spec.template.spec.containers[0].image"]
+
+
 SMALL = {
     "base/kustomization.yaml": """\
         resources: [web.yaml]

@@ -101,6 +101,20 @@ def test_upstreams_are_no_secrets() -> None:
         assert judge(line) is not None, line
 
 
+
+def test_a_directive_whose_value_says_nothing_is_no_secret_with_its_semicolon() -> None:
+    """An nginx ``server_tokens off;`` (whether nginx names its version in headers; the public saleor
+    nginx.conf of tests/data/kustomize-corpus/saleor-nginx has it): the ``;`` ending a directive is not
+    part of its value, and ``off`` says nothing; a real value still counts, ``;`` or not."""
+    conf = (Path(__file__).parent / "data" / "kustomize-corpus" / "saleor-nginx" / "nginx.conf").read_text()
+    assert "   server_tokens off;\n" in conf
+    assert judge(conf) is None
+    for line in ("server_tokens off;", "server_tokens on;", "auth_token $http_x_token;", "api_token ;"):
+        assert judge(line) is None, line
+    for line in ("auth_token hunter2xyz;", "password hunter2xyz;", "server_tokens hunter2xyz-123;"):
+        assert judge(line) is not None, line
+
+
 def _git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", "-c", "user.name=Ops", "-c", "user.email=ops@example.invalid", *args], cwd=cwd,
                           check=True, capture_output=True, text=True).stdout.strip()

@@ -89,6 +89,8 @@ def _real(value: Any) -> bool:
     if not isinstance(value, str):
         return False
     text = value.strip()
+    if text.endswith(";"):  # the end of an nginx/Apache directive (``server_tokens off;``), not part of its value
+        text = text[:-1].rstrip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
     if text.isdigit() and len(text) < 6:  # a count, a port, a timeout
