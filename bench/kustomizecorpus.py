@@ -531,6 +531,21 @@ WRITTEN_LAYOUTS: tuple[Layout, ...] = (
                     ("app/workers.yaml", "          image: ghcr.io/example/worker:3.1.0",
                      "          image: ghcr.io/example/worker:3.1.1"), nth=0),
            )),
+    Layout("written-files-multidoc-patch", "files-multidoc-patch", "default", top=_TOP.format("prod"), track=_WB,
+           written=True, edits=(
+               # kustomization.yml; one patch file of two documents; files: renamed (config.json=app-config.json)
+               Edit("Deployment", "ledger", ("scale", "--replicas=3"), "spec.replicas",
+                    ("prod/scale.yaml", "  replicas: 2", "  replicas: 3")),
+               Edit("Deployment", "api", ("scale", "--replicas=6"), "spec.replicas",
+                    ("prod/scale.yaml", "  replicas: 4", "  replicas: 6")),
+               Edit("ConfigMap", "api-files", ("edit", '"timeoutMs": 2500', '"timeoutMs": 4000'), "data.config.json",
+                    ("base/app-config.json", '  "timeoutMs": 2500,', '  "timeoutMs": 4000,')),
+               Edit("ConfigMap", "api-files", ("edit", "log.level=INFO", "log.level=DEBUG"), "data.logging.properties",
+                    ("base/logging.properties", "log.level=INFO", "log.level=DEBUG")),
+               # commonAnnotations sets every object from one line: reported, not written
+               Edit("Deployment", "api", ("annotate", "--overwrite", "owner=platform@example.com"),
+                    "metadata.annotations.owner", None),
+           )),
 )
 
 
