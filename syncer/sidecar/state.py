@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import gzip
 import json
 import logging
@@ -140,7 +139,6 @@ def _remember(values: list[Any], new: Any, git: Any) -> list[Any]:
     return pinned + rest[-(MAX_PROPOSALS - len(pinned)):]
 
 
-@functools.lru_cache(maxsize=65_536)  # asked for every tracked object, every pass
 def ref_key(ref: ObjectRef) -> str:
     """``apps/v1/Deployment/ai/name``; ``v1/Namespace//ai`` for cluster-scoped objects."""
     return f"{ref.api_version}/{ref.kind}/{ref.namespace}/{ref.name}"
