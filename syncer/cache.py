@@ -144,14 +144,16 @@ ByIdentity = Lru[tuple[Hashable, ...], tuple[tuple[object, ...], T]]
 
 
 def by_identity(lru: ByIdentity[T], objects: tuple[object, ...],
-                extra: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()`` remembered by the identity of ``objects`` (held by the entry) and ``extra``."""
+                extra: Hashable, compute: Callable[[], T], keep: Callable[[T], bool] | None = None) -> T:
+    """``compute()`` remembered by the identity of ``objects`` (held by the entry) and ``extra``;
+    with ``keep``, only a value it keeps is remembered."""
     key = (*map(id, objects), extra)
     found = lru.get(key)
     if found is not None and all(a is b for a, b in zip(found[0], objects)):
         return found[1]
     value = compute()
-    lru.put(key, (objects, value))
+    if keep is None or keep(value):
+        lru.put(key, (objects, value))
     return value
 
 
@@ -206,7 +208,7 @@ class Caches:
     Built once by the caller and passed down; a one-shot run may pass a fresh one (nothing to
     reuse) and tests build their own instead of clearing module state."""
 
-    #: engine: field differences of (git object, live object, config), by identity.
+    #: engine: field differences of (git object, live object, config), by identity (only where there are some).
     compared: Lru[Any, Any] = field(default_factory=_identity)
     #: engine: the trusted last-applied base of a live object, by identity.
     last_applied: Lru[Any, Any] = field(default_factory=_identity)
