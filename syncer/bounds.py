@@ -127,6 +127,17 @@ def load_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth
     Malformed JSON raises ``ValueError`` as ``json.loads`` does (callers decide whether a
     broken value is an error or simply no value).
     """
+    check_json(raw, what, max_bytes=max_bytes, max_depth=max_depth, max_values=max_values)
+    try:
+        return json.loads(raw)
+    except RecursionError:  # cannot happen under the depth limit; never let it escape anyway
+        raise InputRejected(f"{what}: JSON nested too deeply; not read", transient=False) from None
+
+
+def check_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH,
+               max_values: int | None = None) -> None:
+    """``InputRejected`` naming ``what`` when parsing ``raw`` would go past ``load_json``'s limits
+    (for a caller that parses it a piece at a time)."""
     size = len(raw.encode("utf-8", "surrogatepass")) if len(raw) * 4 > max_bytes else len(raw)
     if size > max_bytes:
         raise InputRejected(f"{what}: {size} bytes of JSON, more than the {max_bytes} allowed; not read",
@@ -140,10 +151,6 @@ def load_json(raw: str, what: str, *, max_bytes: int = MAX_JSON_BYTES, max_depth
                                 "not read", transient=False)
     if deepest > max_depth:
         raise InputRejected(f"{what}: JSON nested deeper than {max_depth} levels; not read", transient=False)
-    try:
-        return json.loads(raw)
-    except RecursionError:  # cannot happen under the depth limit; never let it escape anyway
-        raise InputRejected(f"{what}: JSON nested too deeply; not read", transient=False) from None
 
 
 #: Values (mapping entries, list items, scalars) one live object may expand to. Aliases in a

@@ -144,14 +144,16 @@ ByIdentity = Lru[tuple[Hashable, ...], tuple[tuple[object, ...], T]]
 
 
 def by_identity(lru: ByIdentity[T], objects: tuple[object, ...],
-                extra: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()`` remembered by the identity of ``objects`` (held by the entry) and ``extra``."""
+                extra: Hashable, compute: Callable[[], T], keep: Callable[[T], bool] | None = None) -> T:
+    """``compute()`` remembered by the identity of ``objects`` (held by the entry) and ``extra``;
+    with ``keep``, only a value it keeps is remembered."""
     key = (*map(id, objects), extra)
     found = lru.get(key)
     if found is not None and all(a is b for a, b in zip(found[0], objects)):
         return found[1]
     value = compute()
-    lru.put(key, (objects, value))
+    if keep is None or keep(value):
+        lru.put(key, (objects, value))
     return value
 
 
@@ -187,6 +189,15 @@ def _identity() -> Lru[Any, Any]:
     return Lru(20_000)
 
 
+def _latest() -> Lru[Any, Any]:
+    """A map of what is derived from the whole manifests (one entry per object in it): only the
+    latest manifests' is kept. A pass uses one version; a commit makes the next one, which
+    the next pass uses in turn. Each entry is as large as the installation (tens of MiB at
+    50,000 objects, the manifests' index held with it), so keeping a few versions made the
+    sidecar's memory grow with every committed edit."""
+    return Lru(1)
+
+
 @dataclass
 class Caches:
     """Everything one installation remembers between passes. Lanes add their maps here as fields
@@ -197,15 +208,15 @@ class Caches:
     Built once by the caller and passed down; a one-shot run may pass a fresh one (nothing to
     reuse) and tests build their own instead of clearing module state."""
 
-    #: engine: field differences of (git object, live object, config), by identity.
+    #: engine: field differences of (git object, live object, config), by identity (only where there are some).
     compared: Lru[Any, Any] = field(default_factory=_identity)
     #: engine: the trusted last-applied base of a live object, by identity.
     last_applied: Lru[Any, Any] = field(default_factory=_identity)
     #: engine: the tracking of the last few manifests (compare order, Endpoints family, which
     #: objects were found in sync: syncer/detect/tracking.py), by the identity of their objects.
-    tracking: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
+    tracking: Lru[Any, Any] = field(default_factory=_latest)
     #: gather: the live objects detection reads (``objects_to_read``) of (manifests, config), by identity.
-    to_read: Lru[Any, Any] = field(default_factory=lambda: Lru(4))
+    to_read: Lru[Any, Any] = field(default_factory=_latest)
     # -- the maps of the modules below detection (sources, plan, secrets, config) --
     #: manifests: each file's objects and errors by (path, namespace), with the file's stamp.
     files: Lru[tuple[str, str], Any] = field(default_factory=lambda: Lru(65_536))
@@ -233,9 +244,9 @@ class Caches:
     #: history: every file's versions by (repo, HEAD, scope, subject): one ``git log --raw``.
     logs: Lru[tuple[str, str, str, str], Any] = field(default_factory=lambda: Lru(64))
     #: endpoints: (namespace, Service) of the Endpoints git declares, by identity of the objects.
-    declared: ByIdentity[frozenset[tuple[str, str]]] = field(default_factory=lambda: Lru(4))
+    declared: ByIdentity[frozenset[tuple[str, str]]] = field(default_factory=_latest)
     #: sidecar/loop: the objects to watch, by identity of (manifests, config).
-    tracked: ByIdentity[frozenset[ObjectRef]] = field(default_factory=lambda: Lru(4))
+    tracked: ByIdentity[frozenset[ObjectRef]] = field(default_factory=_latest)
     #: sidecar/record: git objects normalized as recorded, by identity.
     normalized: ByIdentity[dict[str, Any]] = field(default_factory=lambda: Lru(20_000))
     #: secrets: why a text is secret (None: it is not), by its key; bounded in bytes.

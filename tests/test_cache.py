@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from syncer.cache import Caches, Lru, by_identity, small_size, text_key
+from syncer.cache import ByIdentity, Caches, Lru, by_identity, small_size, text_key
 
 
 def test_least_recently_used_goes_first_and_counters_count() -> None:
@@ -92,3 +92,20 @@ def test_every_map_of_caches_is_counted() -> None:
     names = set(Caches().counters())
     assert {"files", "indexes", "renders", "planned", "parsed", "versions", "logs", "declared", "tracked",
             "normalized", "judged", "notes", "refusals_said", "configs"} <= names
+
+
+def test_by_identity_remembers_only_what_keep_keeps() -> None:
+    lru: ByIdentity[list[str]] = Lru(8)
+    same, other = {"a": 1}, {"a": 2}
+    calls: list[object] = []
+
+    def diffs(obj: dict[str, int], found: list[str]) -> list[str]:
+        calls.append(obj)
+        return found
+
+    assert by_identity(lru, (same,), "x", lambda: diffs(same, []), keep=bool) == []
+    assert by_identity(lru, (same,), "x", lambda: diffs(same, []), keep=bool) == []
+    assert len(lru) == 0 and calls == [same, same]  # nothing found: nothing held (the engine knows it in sync)
+    assert by_identity(lru, (other,), "x", lambda: diffs(other, ["data.A"]), keep=bool) == ["data.A"]
+    assert by_identity(lru, (other,), "x", lambda: diffs(other, ["never"]), keep=bool) == ["data.A"]
+    assert len(lru) == 1 and calls == [same, same, other]

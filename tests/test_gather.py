@@ -82,3 +82,15 @@ def test_the_sidecar_watches_what_detection_reads() -> None:
     read = objects_to_read(config, manifests)
     assert CM in read and ObjectRef("v1", "ConfigMap", "ai", "unrelated-config") not in read
     assert tracked_refs(Loaded(config, manifests, ManifestsSource(ROOT, "asgard", config))) == set(read)
+
+
+def test_a_records_base_is_read_when_first_asked_and_once() -> None:
+    """The first pass compares every object, but only one with differences asks for its base:
+    the others' were parsed for nothing (tens of MiB at 50,000 objects, kept as RSS)."""
+    from syncer.detect.inputs import Record
+
+    calls: list[int] = []
+    record = Record(proposed={}, read=lambda: calls.append(1) or {"data": {"A": "1"}})
+    assert calls == []
+    assert record.base == {"data": {"A": "1"}} and record.base == {"data": {"A": "1"}} and calls == [1]
+    assert Record({"data": {}}, {}).base == {"data": {}} and Record().base is None and Record().proposed == {}

@@ -212,8 +212,8 @@ def test_the_same_record_text_is_parsed_once_and_a_refusal_clears(fake: FakeKube
     import syncer.sidecar.state as state
 
     parsed: list[str] = []
-    real = state.load_json
-    monkeypatch.setattr(state, "load_json", lambda text, where, **kw: parsed.append(text) or real(text, where, **kw))
+    real = state.check_json  # what every parse of a record's text begins with
+    monkeypatch.setattr(state, "check_json", lambda text, where, **kw: parsed.append(text) or real(text, where, **kw))
     store = ConfigMapStore(api_client(fake, tmp_path), NS, "asgard")
     data = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": REF.name, "namespace": NS},
             "data": {"A": "1"}}
@@ -317,3 +317,51 @@ def test_a_gzip_bomb_in_the_record_is_refused_unexpanded(fake: FakeKubeAPI, tmp_
 
     assert store.rejected is not None and f"expands to more than {MAX_RECORD_JSON} bytes" in store.rejected
     assert store.base(REF) is None
+
+
+def test_the_record_is_held_as_packed_texts_and_written_as_the_whole_json(fake: FakeKubeAPI, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between writes the store holds each object's JSON text packed, never a parsed copy (at
+    50,000 objects copies were tens of MiB); the record it writes is still the JSON of the
+    whole map, and a record read back (a restart) is read an entry at a time."""
+    import base64
+    import gzip
+
+    import syncer.sidecar.state as state
+
+    api = api_client(fake, tmp_path)
+    store = ConfigMapStore(api, NS, "asgard")
+    store.refresh()
+    objects = _many(3000)
+    assert store.record(objects, keep=objects)
+    doc = {f"v1/ConfigMap/{r.namespace}/{r.name}": d for r, d in objects.items()}
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    assert cm is not None
+    text = gzip.decompress(base64.b64decode(cm["binaryData"]["asgard.json.gz"])).decode()
+    assert text == json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    held = list(store._records.values())
+    assert all(type(packed) is bytes and len(packed) < 100 for packed, _ in held)
+    # The same git objects again: known by identity, not serialized again, not written.
+    made: list[object] = []
+    real = state.recordtext.canonical
+    monkeypatch.setattr(state.recordtext, "canonical", lambda v: made.append(v) or real(v))
+    assert not store.record(objects, keep=objects) and made == []
+    # Equal copies: serialized and compared as text, not written.
+    assert not store.record({r: json.loads(json.dumps(d)) for r, d in objects.items()}, keep=objects)
+    assert len(made) == len(objects)
+    # An object not agreed this pass keeps its text, not the object it came from.
+    one = next(iter(objects))
+    assert not store.record({one: objects[one]}, keep=objects)
+    assert sum(source is not None for _, source in store._records.values()) == 1
+    monkeypatch.undo()
+    # A restart reads it back entry by entry: packed texts again, the same bases.
+    again = ConfigMapStore(api, NS, "asgard")
+    again.refresh()
+    assert all(type(packed) is bytes and source is None for packed, source in again._records.values())
+    assert again.base(one) == objects[one] and again.base(REF) is None
+    changed = {**objects, one: {**objects[one], "data": {"A": "2"}}}
+    assert again.record(changed, keep=changed)
+    cm = fake.get("v1", "ConfigMap", NS, "syncer-state")
+    assert cm is not None
+    text = gzip.decompress(base64.b64decode(cm["binaryData"]["asgard.json.gz"])).decode()
+    assert json.loads(text) == {**doc, f"v1/ConfigMap/{NS}/{one.name}": changed[one]}

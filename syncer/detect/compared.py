@@ -129,8 +129,10 @@ def compare_object(obj: GitObject, live: JSON, config: Config, evidence_of: Call
         return normalized[0]
 
     if memo:  # a copy: the readiness diffs below extend it
+        # No difference is not remembered: the engine knows that object in sync already
+        # (``Tracked.in_sync``), and an entry per tracked object was memory for nothing.
         diffs = list(by_identity(caches.compared, (obj.data, live), (ref.kind, ignore, appliers),
-                                 lambda: compare(ref.kind, git, live_n(), ignore, by_person, unowned)))
+                                 lambda: compare(ref.kind, git, live_n(), ignore, by_person, unowned), keep=bool))
     else:
         diffs = compare(ref.kind, git, live_n(), ignore, by_person, unowned)
     diffs, dropped = ownership.not_stored(ref, live, diffs)  # fields the server drops: notes, no drift

@@ -92,8 +92,10 @@ def _reread(source: LiveSource, ref: ObjectRef, found: object) -> LiveRead:
 
 
 def _record(store: BaseStore, ref: ObjectRef) -> Record | Exception:
+    """The record of ``ref``: its proposals read now (a store that cannot be read fails here,
+    for this object only), its base when detection asks for it (``Record``)."""
     try:
-        return Record(store.base(ref), store.proposed(ref))
+        return Record(proposed=store.proposed(ref), read=lambda: store.base(ref))
     except Exception as exc:  # noqa: BLE001 -- raised again where detection uses it: it costs that object only
         return exc
 

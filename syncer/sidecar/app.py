@@ -41,7 +41,7 @@ from syncer.sidecar.state import DEFAULT_NAME, ConfigMapStore
 from syncer.sidecar.watch import WatchSettings
 from syncer.sidecar.watchset import WatchSet
 from syncer.writeback.deliver import load_installation
-from syncer.model import JSON
+from syncer.model import JSON, ObjectRef
 
 if TYPE_CHECKING:
     from syncer.forges.base import Forge
@@ -160,7 +160,8 @@ class Sidecar:
         loaded = load_installation(ws.path, s.installation, self.override.current if self.override else None,
                                    caches=self.caches, tools=s.tools, include=ws.include)
         self.namespace = loaded.config.namespace
-        self.refs = tracked_refs(loaded, self.caches)
+        #: the objects to watch at start (the loop tells the watches later ones; dropped once started)
+        self.refs: frozenset[ObjectRef] = tracked_refs(loaded, self.caches)
         self.cache.declare(loaded.manifests.objects)  # the first lists share what is the same in git
         self.store = (ConfigMapStore(api, self.namespace, s.installation, settings.state_configmap)
                       if settings.state_configmap else None)
@@ -251,6 +252,7 @@ class Sidecar:
             self._thread.start()
         event(log, logging.INFO, "sidecar started", objects=len(self.refs), leader=self.is_leader(),
               listen=f"{s.listen[0]}:{self.server.port}" if self.server and s.listen else None)
+        self.refs = frozenset()  # the watches hold them now: a set of every object, not kept twice
         return self
 
     def stop(self) -> bool:

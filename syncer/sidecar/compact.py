@@ -44,6 +44,10 @@ DROPPED_METADATA = frozenset({"creationTimestamp", "selfLink"})
 #: String values up to this many characters are interned: names, versions, small settings and
 #: times repeat across objects; longer values (addresses lists, embedded files) rarely do.
 SHORT = 40
+#: Metadata values that are one object's own (never the same in two objects): kept as decoded,
+#: not interned (the interpreter's table of interned strings would hold one more entry per
+#: object for nothing).
+OWN_METADATA = frozenset({"uid", "resourceVersion"})
 #: Distinct managedFields trees, entries and entry lists kept for sharing (a table that fills
 #: is emptied: the objects keep what they share, later ones share anew).
 MAX_SHARED = 4096
@@ -149,6 +153,8 @@ def compact(obj: dict[str, Any], shared: Shared, declared: dict[str, Any] | None
                     continue
                 if mkey == "managedFields" and isinstance(mvalue, list):
                     meta["managedFields"] = _entries(mvalue, shared)
+                elif mkey in OWN_METADATA:
+                    meta[sys.intern(mkey)] = mvalue
                 else:
                     meta[sys.intern(mkey)] = _part(mvalue, git_meta.get(mkey) if mkey == "labels" else None)
             value = meta

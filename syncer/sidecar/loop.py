@@ -83,15 +83,16 @@ class LoopSettings:
     budget: PushBudget = PushBudget()
 
 
-def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> set[ObjectRef]:
+def tracked_refs(loaded: Loaded, caches: Caches | None = None) -> frozenset[ObjectRef]:
     """What to watch: what detection reads (``gather.objects_to_read``). Remembered in
     ``caches.tracked`` while the manifests and config stay the same objects (no file changed:
-    syncer/sources/manifests.py); None: computed each time."""
+    syncer/sources/manifests.py); None: computed each time. The remembered set itself (not a
+    copy: one set of every tracked object is enough)."""
     if caches is None:
-        return set(objects_to_read(loaded.config, loaded.manifests))
+        return frozenset(objects_to_read(loaded.config, loaded.manifests))
     refs: frozenset[ObjectRef] = by_identity(caches.tracked, (loaded.manifests, loaded.config), "tracked",
                                              lambda: frozenset(objects_to_read(loaded.config, loaded.manifests)))
-    return set(refs)
+    return refs
 
 
 class Loop:
@@ -99,7 +100,7 @@ class Loop:
                  forge: "Forge | None" = None, store: "ConfigMapStore | None" = None,
                  notifier: "Notifier | None" = None, is_leader: Callable[[], bool] = lambda: True,
                  config: Callable[[], Config | None] = lambda: None,
-                 on_refs: Callable[[set[ObjectRef]], None] = lambda _: None,
+                 on_refs: Callable[[frozenset[ObjectRef]], None] = lambda _: None,
                  clock: Callable[[], float] = time.time, caches: Caches | None = None,
                  probe: Callable[[], object] | None = None) -> None:
         """``config`` gives the ``--config`` override (None: the repository's syncer.conf);

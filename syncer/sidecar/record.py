@@ -19,15 +19,28 @@ def agreed(result: Result, manifests: Manifests, caches: Caches) -> dict[ObjectR
     """The objects git and the cluster agree on after ``result``, as git declares them (shared,
     read-only values).
 
-    Git objects as recorded are remembered in ``caches.normalized`` by the identity of the
-    parsed object (the parse cache hands the same one back while its file is unchanged): an
-    unchanged object is the same record object pass after pass, which also makes the store's
-    "did the record change" check cheap."""
+    Each is git's parsed object itself when normalizing leaves it as it is (the usual case:
+    git declares no status or server metadata), so an unchanged object is the same object
+    pass after pass (the parse cache hands the same one back while its file is unchanged),
+    which the store recognizes without serializing it again (``state.ConfigMapStore.record``),
+    and no copy of it is held. The others, normalized, are remembered in
+    ``caches.normalized`` by the identity of the parsed object."""
     drifting = {d.ref for d in result.drifts}
     out = {}
     for ref in result.checked:
         obj = manifests.objects.get(ref)
         if obj is not None and ref not in drifting and ref.kind not in NEVER_WRITTEN:
-            data = obj.data
-            out[ref] = by_identity(caches.normalized, (data,), None, lambda: normalize(data))
+            out[ref] = _recorded(obj.data, caches)
     return out
+
+
+def _recorded(data: JSON, caches: Caches) -> JSON:
+    """``data`` as recorded: ``normalize(data)``, or ``data`` itself when that is the same value
+    (only a copy that differs is remembered)."""
+    found = caches.normalized.get((id(data), None))
+    if found is not None and found[0][0] is data:
+        return found[1]
+    normalized = normalize(data)  # copies the maps it goes through, shares the rest
+    if normalized == data:
+        return data
+    return by_identity(caches.normalized, (data,), None, lambda: normalized)

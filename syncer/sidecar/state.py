@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import gzip
 import json
 import logging
@@ -56,7 +55,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from syncer.bounds import InputRejected, load_json
+from syncer.bounds import InputRejected, check_json
 from syncer.config import NEVER_WRITTEN
 from syncer.errors import ClusterError
 from syncer.kube import Conflict, Kube
@@ -64,7 +63,6 @@ from syncer.logs import event
 from syncer.model import JSON, Drift, ObjectRef, Path
 from syncer.detect.normalize import get_path
 from syncer.sidecar import recordtext
-from syncer.sidecar.compact import words
 
 log = logging.getLogger("syncer.state")
 
@@ -141,10 +139,20 @@ def _remember(values: list[Any], new: Any, git: Any) -> list[Any]:
     return pinned + rest[-(MAX_PROPOSALS - len(pinned)):]
 
 
-@functools.lru_cache(maxsize=65_536)  # asked for every tracked object, every pass
 def ref_key(ref: ObjectRef) -> str:
     """``apps/v1/Deployment/ai/name``; ``v1/Namespace//ai`` for cluster-scoped objects."""
     return f"{ref.api_version}/{ref.kind}/{ref.namespace}/{ref.name}"
+
+
+def _kind(key: str) -> str:
+    """The ``apiVersion/kind`` part of a record key (what its entry's text is packed against)."""
+    return key.rsplit("/", 2)[0]
+
+
+#: One object's record as held between writes: its JSON text packed (``recordtext.Texts``),
+#: and the object it was made from while that is git's object of this pass (None otherwise):
+#: the same git object again is the same text, known without making it.
+Entry = tuple[bytes, "JSON | None"]
 
 
 class ConfigMapStore:
@@ -155,7 +163,8 @@ class ConfigMapStore:
         self.key = f"{installation}.json"
         self.packed_key = f"{installation}.json.gz"  # in binaryData, for a large record
         self._lock = threading.Lock()
-        self._records: dict[str, JSON] = {}
+        self._texts = recordtext.Texts()
+        self._records: dict[str, Entry] = {}  # ref key -> its entry, never the parsed object
         self._raw: str | None = None  # the record's text that _records/_proposed came from
         self._proposed: dict[str, dict[str, list[Any]]] = {}  # ref key -> {JSON of a field path: values}
         self._pushed: list[str] | None = None  # PR branch heads syncer pushed; None: never recorded
@@ -178,8 +187,10 @@ class ConfigMapStore:
         with self._lock:
             if not self._loaded:
                 raise ClusterError(f"state {self.describe()} not read yet", transient=True)
-            rec = self._records.get(ref_key(ref))
-            return json.loads(json.dumps(rec)) if rec is not None else None
+            key = ref_key(ref)
+            rec = self._records.get(key)
+            text = self._texts.unpack(_kind(key), rec[0]) if rec is not None else None
+        return json.loads(text) if text is not None else None
 
     def proposed(self, ref: ObjectRef) -> dict[Path, list[Any]]:
         """The values syncer proposed for fields of ``ref`` (path -> values, oldest first)."""
@@ -202,7 +213,7 @@ class ConfigMapStore:
     def refresh(self) -> None:
         """Read the ConfigMap (one GET); an absent ConfigMap or key is an empty record."""
         cm = self.api.call("GET", f"{self.path}/{self.name}", what=f"get state {self.describe()}")
-        records: dict[str, JSON] = {}
+        records: dict[str, Entry] = {}
         proposed: dict[str, dict[str, list[Any]]] = {}
         pushed: list[str] | None = None
         raw = ((cm or {}).get("data") or {}).get(self.key)
@@ -217,13 +228,16 @@ class ConfigMapStore:
                 records, proposed, pushed = self._records, self._proposed, self._pushed
             rejected = self.rejected
         elif raw:
+            parsed: tuple[dict[str, Entry], Any, Any] | None
             try:
                 if packed:
                     what = f"state ConfigMap {self.namespace}/{self.name} binaryData key {self.packed_key}"
-                    parsed = load_json(unpack(str(packed), what), what, max_bytes=MAX_RECORD_JSON,
-                                       max_values=MAX_RECORD_VALUES)
+                    text = unpack(str(packed), what)
+                    check_json(text, what, max_bytes=MAX_RECORD_JSON, max_values=MAX_RECORD_VALUES)
                 else:
-                    parsed = load_json(raw, f"state {self.describe()}", max_values=MAX_RECORD_VALUES)
+                    text = raw
+                    check_json(text, f"state {self.describe()}", max_values=MAX_RECORD_VALUES)
+                parsed = self._read(text)
             except ValueError:
                 parsed = None
             except InputRejected as exc:
@@ -232,14 +246,11 @@ class ConfigMapStore:
                 rejected = exc.message
                 event(log, logging.ERROR, "state record refused; starting from an empty one",
                       ref=f"ConfigMap/{self.namespace}/{self.name}", key=self.key, error=exc.message)
-                parsed = {}
-            if isinstance(parsed, dict):
-                found = parsed.pop(PROPOSED, None)
-                heads = parsed.pop(PUSHED, None)
+                parsed = {}, None, None
+            if parsed is not None:
+                records, found, heads = parsed  # the objects' entries packed as read (``_read``)
                 if isinstance(heads, list):
                     pushed = [h for h in heads if isinstance(h, str)][-MAX_PUSHED:]
-                # held until the next write: one record per object, its words shared (``words``)
-                records = {str(k): words(v) for k, v in parsed.items() if isinstance(v, dict)}
                 if isinstance(found, dict):
                     proposed = {str(k): {str(p): list(vs) for p, vs in v.items()
                                          if isinstance(vs, list) and _is_path_key(p)}
@@ -253,27 +264,67 @@ class ConfigMapStore:
             self._pushed = pushed
             self._raw = raw
 
+    def _read(self, text: str) -> tuple[dict[str, Entry], Any, Any]:
+        """The record's JSON map ``text`` (within the bounds already), read a member at a time:
+        the objects' entries, packed as each is parsed (the whole record is never held parsed),
+        and the values of ``proposed`` and ``pushed`` (None when absent). A later member of
+        the same key replaces an earlier one, as with ``json.loads``; ``ValueError`` when
+        ``text`` is not one JSON map."""
+        records: dict[str, Entry] = {}
+        found: Any = None
+        heads: Any = None
+        try:
+            for key, value in recordtext.members(text):
+                if key == PROPOSED:
+                    found = value
+                elif key == PUSHED:
+                    heads = value
+                else:
+                    records.pop(key, None)
+                    if isinstance(value, dict):
+                        records[key] = (self._texts.pack(_kind(key), recordtext.canonical(value)), None)
+        except RecursionError:  # cannot happen under the depth bound; never let it escape anyway
+            raise InputRejected(f"state {self.describe()}: JSON nested too deeply; not read", transient=False) from None
+        return records, found, heads
+
     def record(self, agreed: Mapping[ObjectRef, JSON], keep: Iterable[ObjectRef]) -> bool:
         """Record ``agreed`` objects, drop records of objects not in ``keep``; True if written.
 
         One write at most; none when the record would not change. A 409 (someone wrote in
         between) re-reads the ConfigMap and leaves the write to the next pass.
+
+        An agreed object that is the very object it was recorded from last time (git's parsed
+        object, read-only: the parse cache hands the same one back while its file is unchanged)
+        is not serialized again; the others are, and compared as text.
         """
         kept = {ref_key(r) for r in keep}
         with self._lock:
             if not self._loaded:
                 raise ClusterError(f"state {self.describe()} not read yet", transient=True)
-            records = {k: v for k, v in self._records.items() if k in kept}
+            held = self._records
+            # the entries kept, none holding an object of an earlier pass (agreed ones get theirs below)
+            records = {k: (v if v[1] is None else (v[0], None)) for k, v in held.items() if k in kept}
+            changed = len(records) != len(held)
             for ref, data in agreed.items():
-                if ref.kind not in NEVER_WRITTEN:
-                    records[ref_key(ref)] = data
+                if ref.kind in NEVER_WRITTEN:
+                    continue
+                key = ref_key(ref)
+                old = held.get(key)
+                if old is not None and old[1] is data:
+                    records[key] = old
+                    continue
+                packed = self._texts.pack(_kind(key), recordtext.canonical(data))
+                if old is None or old[0] != packed:
+                    changed = True
+                records[key] = (packed, data)
             proposed = {k: v for k, v in self._proposed.items() if k in kept}
             for ref, data in agreed.items():  # git and the cluster agree: older proposals are history
                 fields = proposed.get(ref_key(ref))
                 if fields:
                     proposed[ref_key(ref)] = {p: _since(vs, get_path(data, tuple(json.loads(p))))
                                               for p, vs in fields.items()}
-            if records == self._records and proposed == self._proposed:
+            if not changed and proposed == self._proposed:
+                self._records = records  # the same texts; each agreed one now knows its object
                 return False
             cm, pushed = self._configmap, self._pushed
         try:
@@ -317,14 +368,16 @@ class ConfigMapStore:
                                transient=True) from None
         return True
 
-    def _write(self, cm: JSON | None, records: dict[str, JSON],
+    def _write(self, cm: JSON | None, records: dict[str, Entry],
                proposed: dict[str, dict[str, list[Any]]], pushed: list[str] | None) -> None:
-        doc: JSON = dict(records)
+        extra: dict[str, Any] = {}
         if proposed:
-            doc[PROPOSED] = proposed
+            extra[PROPOSED] = proposed
         if pushed is not None:
-            doc[PUSHED] = pushed
-        text, packed = recordtext.encode(doc, COMPRESS_OVER)  # never the whole JSON at once
+            extra[PUSHED] = pushed
+        texts = ((k, self._texts.unpack(_kind(k), records[k][0]) if k in records else recordtext.canonical(extra[k]))
+                 for k in sorted([*records, *extra]))  # object keys hold "/", the others do not
+        text, packed = recordtext.encode_texts(texts, COMPRESS_OVER)  # never the whole JSON at once
         data = {k: v for k, v in ((cm or {}).get("data") or {}).items() if k != self.key}
         binary = {k: v for k, v in ((cm or {}).get("binaryData") or {}).items() if k != self.packed_key}
         if packed:
