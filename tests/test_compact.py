@@ -20,11 +20,11 @@ import pytest
 
 from tests.conftest import DATA, NOW, ROOT
 
-from syncer.detect.normalize import normalize
+from syncer.detect.normalize import LAST_APPLIED, PackedText, last_applied, normalize
 from syncer.gather.collect import detect_live
 from syncer.gather.live import SnapshotSource
 from syncer.model import ObjectRef
-from syncer.sidecar.compact import Shared, compact
+from syncer.sidecar.compact import PACK_OVER, Shared, compact
 from syncer.sidecar.livecache import LiveCache, _digest
 from syncer.writeback.deliver import load_installation
 
@@ -86,8 +86,31 @@ def test_the_compact_form_compares_as_the_object_and_leaves_it_unchanged() -> No
         assert "status" not in small and "creationTimestamp" not in small.get("metadata", {})
         meta = small.get("metadata", {})
         assert meta.get("managedFields") == obj.get("metadata", {}).get("managedFields")  # every entry kept
-        for key in ("resourceVersion", "uid", "generation", "annotations"):
+        for key in ("resourceVersion", "uid", "generation"):
             assert meta.get(key) == obj.get("metadata", {}).get(key)
+        # every annotation kept; the last-applied configuration packed, read back whole
+        notes = obj.get("metadata", {}).get("annotations")
+        held = meta.get("annotations")
+        assert (None if held is None else
+                {k: v.text() if isinstance(v, PackedText) else v for k, v in held.items()}) == notes
+        assert last_applied(small) == last_applied(obj)
+
+
+def test_a_long_last_applied_configuration_is_held_packed() -> None:
+    """The annotation is a copy of the manifest, the longest string of most objects, read only
+    for an object with differences: held compressed against the first one of its kind."""
+    applied = json.loads((OBSERVED / "configmap-after-apply.json").read_text())
+    text = applied["metadata"]["annotations"][LAST_APPLIED]
+    assert len(text) > PACK_OVER
+    shared = Shared()
+    first, second = compact(applied, shared), compact(copy.deepcopy(applied), shared)
+    packed = first["metadata"]["annotations"][LAST_APPLIED]
+    assert isinstance(packed, PackedText) and packed.text() == text
+    assert packed == second["metadata"]["annotations"][LAST_APPLIED]  # the same text, the same bytes
+    other = copy.deepcopy(applied)
+    other["metadata"]["annotations"][LAST_APPLIED] = text.replace('"data"', '"data" ')
+    assert compact(other, shared)["metadata"]["annotations"][LAST_APPLIED] != packed
+    assert len(packed._packed) < len(text) // 3  # against the first of its kind: the same text, some bytes
 
 
 def test_equal_managed_fields_are_held_once() -> None:

@@ -159,6 +159,31 @@ def _folded(obj: JSON, write_only: str, into: str) -> JSON:
     return out
 
 
+class PackedText:
+    """A long annotation value held compressed by the one who holds the object (the sidecar's
+    watch cache keeps each object's last-applied configuration so: ``sidecar.compact``), read
+    back by ``text()``. Equal when the packed bytes are, from the same holder: the same text
+    packs to the same bytes."""
+
+    __slots__ = ("_holder", "_kind", "_packed")
+
+    def __init__(self, holder: Any, kind: str, packed: bytes) -> None:
+        self._holder, self._kind, self._packed = holder, kind, packed
+
+    def text(self) -> str:
+        return str(self._holder.unpack(self._kind, self._packed))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, PackedText) and other._holder is self._holder and other._kind == self._kind
+                and other._packed == self._packed)
+
+    def __hash__(self) -> int:
+        return hash(self._packed)
+
+    def __repr__(self) -> str:
+        return f"PackedText({len(self._packed)} bytes)"
+
+
 def last_applied(live: JSON) -> JSON | None:
     """The object as last ``kubectl apply``-ed, from its annotation; None when absent/broken.
 
@@ -167,6 +192,8 @@ def last_applied(live: JSON) -> JSON | None:
     """
     meta = live.get("metadata") or {}
     raw = (meta.get("annotations") or {}).get(LAST_APPLIED)
+    if isinstance(raw, PackedText):
+        raw = raw.text()
     if not isinstance(raw, str) or not raw.strip():
         return None
     try:

@@ -17,8 +17,12 @@ that is most of the process. The compact form keeps what detection reads, in few
 * **git's own**: a top-level field (``data``, ``spec``, ``subsets``, ...) or the labels that
   are the same value live as in git (an object in sync) are held as git's parsed subtree, which
   the sidecar holds anyway.
-* **kept as they are**: every other field, the annotations (the last-applied configuration is a
-  base for direction, ``detect.bases``; ``detect.gitops`` reads the GitOps tracking ones),
+* **packed**: the last-applied configuration annotation (a copy of the whole manifest, the
+  longest string of most objects, read only for an object with differences: a base for
+  direction, ``detect.bases``) is held compressed against the first one of its kind
+  (``recordtext.Texts``; some 450 bytes -> 60), ``normalize.PackedText`` reads it back.
+* **kept as they are**: every other field, the other annotations (``detect.gitops`` reads the
+  GitOps tracking ones),
   every managedFields entry (manager, operation, time: provenance and ownership),
   resourceVersion, uid, generation.
 
@@ -34,6 +38,9 @@ from __future__ import annotations
 
 import sys
 from typing import Any
+
+from syncer.detect.normalize import LAST_APPLIED, PackedText
+from syncer.sidecar.recordtext import Texts
 
 __all__ = ["DROPPED", "DROPPED_METADATA", "SHORT", "Shared", "compact", "same", "words"]
 
@@ -51,6 +58,8 @@ OWN_METADATA = frozenset({"uid", "resourceVersion"})
 #: Distinct managedFields trees, entries and entry lists kept for sharing (a table that fills
 #: is emptied: the objects keep what they share, later ones share anew).
 MAX_SHARED = 4096
+#: A last-applied configuration longer than this is held packed (a shorter one costs less as it is).
+PACK_OVER = 128
 
 
 class Shared:
@@ -61,6 +70,7 @@ class Shared:
         self.trees: dict[Any, Any] = {}
         self.entries: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.lists: dict[tuple[int, ...], list[Any]] = {}
+        self.texts = Texts()  # last-applied configurations, packed against the first of their kind
 
     def held(self, table: dict[Any, Any], key: Any, value: Any) -> Any:
         found = table.get(key)
@@ -133,6 +143,16 @@ def _part(value: Any, declared: Any) -> Any:
     return words(value)
 
 
+def _annotations(notes: dict[str, Any], shared: Shared, kind: Any) -> dict[str, Any]:
+    """The annotations with their words interned and a long last-applied configuration packed."""
+    held: dict[str, Any] = words(notes)
+    text = notes.get(LAST_APPLIED)
+    if type(text) is str and len(text) > PACK_OVER:
+        name = sys.intern(kind) if type(kind) is str else "?"
+        held[LAST_APPLIED] = PackedText(shared.texts, name, shared.texts.pack(name, text))
+    return held
+
+
 def compact(obj: dict[str, Any], shared: Shared, declared: dict[str, Any] | None = None) -> dict[str, Any]:
     """The compact form of ``obj`` (a live object as decoded); ``obj`` itself is not changed.
 
@@ -155,6 +175,8 @@ def compact(obj: dict[str, Any], shared: Shared, declared: dict[str, Any] | None
                     meta["managedFields"] = _entries(mvalue, shared)
                 elif mkey in OWN_METADATA:
                     meta[sys.intern(mkey)] = mvalue
+                elif mkey == "annotations" and isinstance(mvalue, dict):
+                    meta["annotations"] = _annotations(mvalue, shared, obj.get("kind"))
                 else:
                     meta[sys.intern(mkey)] = _part(mvalue, git_meta.get(mkey) if mkey == "labels" else None)
             value = meta
