@@ -739,8 +739,8 @@ class Bench:
             ns = layout.namespace
             try:
                 name = self.live_name(e.kind, ns, e.name)
-            except RuntimeError as why:
-                raise RuntimeError(f"{layout.name}: {why}; {res.notes[:1]}") from None
+            except RuntimeError as exc:
+                raise RuntimeError(f"{layout.name}: {exc}; {res.notes[:1]}") from None
             if e.how[0] == "edit":
                 script = base / f"editor-{i}.py"
                 script.write_text(EDITOR.format(old=e.how[1], new=e.how[2]))
