@@ -37,10 +37,6 @@ def agreed(result: Result, manifests: Manifests, caches: Caches) -> dict[ObjectR
 def _recorded(data: JSON, caches: Caches) -> JSON:
     """``data`` as recorded: ``normalize(data)``, or ``data`` itself when that is the same value
     (only a copy that differs is remembered)."""
-    found = caches.normalized.get((id(data), None))
-    if found is not None and found[0][0] is data:
-        return found[1]
-    normalized = normalize(data)  # copies the maps it goes through, shares the rest
-    if normalized == data:
-        return data
-    return by_identity(caches.normalized, (data,), None, lambda: normalized)
+    # normalize copies the maps it goes through and shares the rest; an equal copy is not kept
+    normalized = by_identity(caches.normalized, (data,), None, lambda: normalize(data), keep=lambda n: n != data)
+    return data if normalized == data else normalized
